@@ -1,0 +1,40 @@
+# Thin wrapper: every recipe is one line over Python (scripts/bootstrap.py, python -m autograder).
+# The first `make lab` or `make test` sets up .venv (and the graphviz binary) by itself.
+
+PYTHON := .venv/bin/python
+SETUP  := .venv/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help setup lab test notebooks check fixtures grade lint clean
+
+help: ## List the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: $(SETUP) ## Install graphviz (if missing) and the project into .venv
+
+$(SETUP): pyproject.toml scripts/bootstrap.py
+	python3 scripts/bootstrap.py
+
+lab: $(SETUP) ## Start JupyterLab on notebooks/ (self-study: validation on, no course needed)
+	$(PYTHON) -m autograder lab
+
+test: $(SETUP) ## Run every test: helpers, notebooks, build, grading pipeline
+	$(PYTHON) -m pytest
+
+notebooks: $(SETUP) ## Regenerate notebooks/ from solutions/
+	$(PYTHON) -m autograder build
+
+check: $(SETUP) ## Check your exercises: make check NB=notebooks/01_leaf_tensors/01_leaf_tensors.ipynb
+	$(PYTHON) -m autograder check $(NB)
+
+fixtures: $(SETUP) ## Regenerate the sample submissions in autograder/fixtures/
+	$(PYTHON) -m autograder fixtures
+
+grade: $(SETUP) ## Grade a class: make grade ASSIGNMENT=01_leaf_tensors SUBMISSIONS=folder
+	$(PYTHON) -m autograder grade $(ASSIGNMENT) $(SUBMISSIONS)
+
+lint: $(SETUP) ## ruff lint and format check over src, autograder, tests, solutions
+	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+
+clean: ## Remove generated course data (build/, submitted/, autograded/, feedback/, exports/, gradebook.db)
+	rm -rf build submitted autograded feedback exports gradebook.db

@@ -1,0 +1,70 @@
+"""Set up everything the course needs: the graphviz binary and the project's `.venv`.
+
+Runs with the system Python and its standard library only, because nothing else exists yet
+on a fresh machine. `make setup` (and so `make lab` and `make test`) calls it when `.venv`
+is missing or older than `pyproject.toml`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".installed"
+GRAPHVIZ_HINT = (
+    "The graphviz binary `dot` is missing and cannot be installed here. Install it with "
+    "your package manager (apt install graphviz, brew install graphviz, "
+    "conda install -c conda-forge graphviz), then run the command again."
+)
+
+
+def run(command: list[str], **kwargs: object) -> None:
+    """Runs a command, echoing it first, and stops the bootstrap if it fails."""
+    print("+", " ".join(command), flush=True)
+    subprocess.run(command, check=True, **kwargs)  # type: ignore[call-overload]
+
+
+def ensure_graphviz() -> None:
+    """Installs Debian's graphviz when `dot` is missing and we are root with apt."""
+    if shutil.which("dot"):
+        return
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not (is_root and shutil.which("apt-get")):
+        sys.exit(GRAPHVIZ_HINT)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    run(["apt-get", "update", "-qq"], env=env)
+    run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "graphviz"], env=env)
+    if not shutil.which("dot"):
+        sys.exit(GRAPHVIZ_HINT)
+
+
+def ensure_venv() -> None:
+    """Creates `.venv` and installs the project (editable, with dev extras) into it."""
+    if sys.version_info[:2] != (3, 11):
+        sys.exit(f"Python 3.11 is required, this is {sys.version.split()[0]}.")
+    if not (VENV / "bin" / "python").exists():
+        print(f"Creating {VENV.name}/", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    python = str(VENV / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    # torch first and pinned: an unpinned resolution would pull several GB of CUDA wheels.
+    run([*pip, "torch==2.13.0"])
+    run([*pip, "-e", f"{ROOT}[dev]"])
+    STAMP.write_text("installed from pyproject.toml\n")
+
+
+def main() -> None:
+    """Installs the graphviz binary if needed, then the virtual environment."""
+    ensure_graphviz()
+    ensure_venv()
+    print("Setup complete: .venv is ready.", flush=True)
+
+
+if __name__ == "__main__":
+    main()
