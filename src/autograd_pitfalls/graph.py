@@ -1,0 +1,208 @@
+"""Draw the backward graph of some tensors, with saved tensors and their versions.
+
+Like torchviz's ``make_dot(..., show_saved=True)``, but it also draws the graphs torchviz
+crashes on: a saved tensor modified in place (stale) is drawn red with the version it was
+saved at and the version it has now, and one released by a previous ``backward()`` is
+drawn as freed. Node names follow traversal order, so the DOT text is the same every time
+and can be snapshot-tested.
+
+Arrows follow the gradient: from the output at the top, through each ``grad_fn``, down to
+the ``AccumulateGrad`` nodes that write the leaves' ``.grad``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import graphviz
+import torch
+
+from autograd_pitfalls.walk import (
+    LeafInfo,
+    NodeInfo,
+    OutputInfo,
+    SavedTensorInfo,
+    walk_graph,
+)
+
+__all__ = ["GraphDrawing", "draw", "to_dot"]
+
+# torchviz's look, so pictures in the course match the ones learners find online.
+_NODE_ATTR = {
+    "style": "filled",
+    "shape": "box",
+    "fontsize": "10",
+    "height": "0.2",
+    "fontname": "monospace",
+}
+_OUTPUT = {"fillcolor": "darkolivegreen1"}
+_CUT = {"fillcolor": "lightyellow", "color": "darkorange3", "style": "filled,dashed"}
+_OP = {"fillcolor": "lightgrey"}
+_LEAF = {"fillcolor": "lightblue"}
+_SAVED = {"fillcolor": "orange"}
+_STALE = {"fillcolor": "#ffcccc", "color": "red", "fontcolor": "red", "penwidth": "2"}
+_FREED = {"fillcolor": "grey95", "color": "grey50", "fontcolor": "grey40", "style": "filled,dashed"}
+_UNCHECKED = {"fillcolor": "orange", "style": "filled,dashed"}
+_SAVED_EDGE = {"style": "dashed", "dir": "none"}
+
+_NO_DOT = (
+    "Cannot draw the graph: the graphviz program `dot` is not installed "
+    "(apt install graphviz / conda install graphviz)."
+)
+
+
+class GraphDrawing(graphviz.Digraph):
+    """A ``graphviz.Digraph`` that explains itself when Jupyter cannot render it.
+
+    Jupyter displays a Digraph by running the ``dot`` program; when ``dot`` is missing or
+    fails, this shows a message and the DOT text instead of a traceback.
+    """
+
+    def _repr_mimebundle_(
+        self,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, bytes | str]:
+        try:
+            return super()._repr_mimebundle_(include, exclude, **kwargs)
+        except graphviz.ExecutableNotFound:
+            reason = _NO_DOT
+        except graphviz.CalledProcessError as error:
+            reason = f"Cannot draw the graph: the graphviz program `dot` failed ({error})."
+        return {
+            "text/plain": f"{reason}\nThe graph in DOT:\n{self.source}",
+            "text/markdown": f"{reason}\n\nThe graph in DOT:\n\n```dot\n{self.source}```\n",
+        }
+
+
+def draw(*tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None) -> GraphDrawing:
+    """Draws the backward graph below ``tensors``, with the tensors saved for backward.
+
+    Green: the outputs. Grey: the ``grad_fn`` nodes. Light blue: the leaves, under the
+    ``AccumulateGrad`` node that fills their ``.grad``. Orange, on a dashed line: the
+    tensors each node saved for backward, with the version they were saved at and the
+    version they have now. Red: a saved tensor modified in place since (backward() will
+    raise). Grey dashed: a saved tensor freed by a previous backward(). Yellow dashed: an
+    output with no ``grad_fn``, cut off from any graph.
+
+    Drawing changes nothing: no tensor is modified and backward() is not called.
+
+    Args:
+        *tensors: The outputs to draw from, usually the loss.
+        names: Optional names for the boxes, for example ``{"w": w, "loss": loss}``.
+
+    Returns:
+        The graph; a notebook cell that ends with it displays it. Without the ``dot``
+        program it still returns, and the notebook shows a message and the DOT text.
+
+    Example:
+        >>> a = torch.ones(2, requires_grad=True)
+        >>> draw((a * a).sum(), names={"a": a})  # doctest: +SKIP
+    """
+    graph = walk_graph(*tensors, names=names)
+    drawing = GraphDrawing(node_attr=_NODE_ATTR)
+    for output in graph.outputs:
+        _add_output(drawing, output)
+    for node in graph.nodes:
+        _add_node(drawing, node)
+    return drawing
+
+
+def to_dot(*tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None) -> str:
+    """Returns the DOT text of :func:`draw`'s graph; needs no ``dot`` program.
+
+    Args:
+        *tensors: The outputs to draw from, usually the loss.
+        names: Optional names for the boxes, for example ``{"w": w, "loss": loss}``.
+
+    Returns:
+        The graph in the DOT language, the same text for the same graph every time.
+    """
+    return draw(*tensors, names=names).source
+
+
+def _add_output(drawing: graphviz.Digraph, output: OutputInfo) -> None:
+    title = output.name or "output"
+    if output.grad_fn is not None:
+        drawing.node(output.id, _label(title, _shape(output.shape, output.dtype)), **_OUTPUT)
+        drawing.edge(output.id, output.grad_fn)
+    elif output.requires_grad:
+        # A leaf passed as an output: backward() from it only fills its own .grad.
+        label = _label(title, _shape(output.shape, output.dtype), "leaf: no grad_fn")
+        drawing.node(output.id, label, **_OUTPUT)
+    else:
+        label = _label(
+            title,
+            _shape(output.shape, output.dtype),
+            "no grad_fn: not connected to any graph",
+        )
+        drawing.node(output.id, label, **_CUT)
+
+
+def _add_node(drawing: graphviz.Digraph, node: NodeInfo) -> None:
+    drawing.node(node.id, _label(node.name), **_OP)
+    if node.leaf is not None:
+        _add_leaf(drawing, node.leaf)
+    for saved in node.saved:
+        _add_saved(drawing, saved)
+    for next_id in node.edges:
+        drawing.edge(node.id, next_id)
+
+
+def _add_leaf(drawing: graphviz.Digraph, leaf: LeafInfo) -> None:
+    label = _label(
+        leaf.name or "leaf",
+        _shape(leaf.shape, leaf.dtype),
+        f"requires_grad={leaf.requires_grad}",
+    )
+    drawing.node(leaf.id, label, **_LEAF)
+    drawing.edge(leaf.node_id, leaf.id)  # AccumulateGrad writes the leaf's .grad
+
+
+def _add_saved(drawing: graphviz.Digraph, saved: SavedTensorInfo) -> None:
+    title = _saved_title(saved)
+    if saved.state == "freed":
+        drawing.node(saved.id, _label(title, _versions(saved)), **_FREED)
+        drawing.edge(saved.node_id, saved.id, color="grey50", **_SAVED_EDGE)
+        return
+    shape = _shape(saved.shape or (), saved.dtype)
+    if saved.state == "stale":
+        drawing.node(
+            saved.id, _label(title, shape, _versions(saved), "modified in place"), **_STALE
+        )
+        drawing.edge(saved.node_id, saved.id, color="red", **_SAVED_EDGE)
+        return
+    attributes = _SAVED if saved.state == "ok" else _UNCHECKED
+    drawing.node(saved.id, _label(title, shape, _versions(saved)), **attributes)
+    drawing.edge(saved.node_id, saved.id, **_SAVED_EDGE)
+
+
+def _saved_title(saved: SavedTensorInfo) -> str:
+    """``"self"``, or ``"self = d"`` when the saved tensor is one of the named tensors."""
+    return saved.attribute if saved.name is None else f"{saved.attribute} = {saved.name}"
+
+
+def _versions(saved: SavedTensorInfo) -> str:
+    """What a saved tensor's box says about its versions, e.g. ``"saved v0 · now v0"``."""
+    if saved.state == "freed":
+        return "freed by backward()"
+    if saved.state == "stale":
+        return f"saved at v{saved.saved_version}, now v{saved.current_version}"
+    if saved.state == "unchecked":
+        return f"not checked · now v{saved.current_version}"
+    return f"saved v{saved.saved_version} · now v{saved.current_version}"
+
+
+def _shape(shape: tuple[int, ...], dtype: torch.dtype | None) -> str:
+    """``"(2, 1)"``; the dtype is added when it is not the default float32."""
+    text = str(tuple(shape))
+    if dtype is not None and dtype != torch.float32:
+        text += f" {str(dtype).removeprefix('torch.')}"
+    return text
+
+
+def _label(*lines: str) -> str:
+    """Joins lines with DOT's line break, keeping backslashes in names literal."""
+    return graphviz.nohtml("\\n".join(line.replace("\\", "\\\\") for line in lines))

@@ -1,0 +1,112 @@
+"""The pitfalls the course teaches, and the one sentence each failure message uses for it.
+
+Every failure message in the course names its pitfall with these words, so a learner meets
+the same explanation in notebook 01, in notebook 05 and in the grader's feedback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PITFALLS", "Pitfall", "explain"]
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    """One pitfall: a short title, what to look at, and the notebook that teaches it.
+
+    Attributes:
+        key: Stable identifier, for example ``"not-a-leaf"``.
+        title: A few words naming the pitfall.
+        advice: What to look at to fix it, in one or two sentences.
+        notebook: The assignment id of the notebook that teaches it.
+    """
+
+    key: str
+    title: str
+    advice: str
+    notebook: str
+
+    def describe(self) -> str:
+        """Returns the pitfall as one paragraph: title, advice and where it is taught."""
+        return f"Pitfall: {self.title}. {self.advice} (taught in {self.notebook})"
+
+
+_ALL = (
+    Pitfall(
+        "not-a-leaf",
+        "this tensor is not a leaf",
+        "It was produced by an operation (it has a grad_fn), so backward() does not keep its "
+        ".grad. Did you rebind a name (`x = x * 2`), or make the Parameter before reshaping "
+        "or moving it? Create the final tensor first, then mark it as requiring grad.",
+        "01_leaf_tensors",
+    ),
+    Pitfall(
+        "no-requires-grad",
+        "this leaf does not require grad",
+        "Autograd only records operations on tensors with requires_grad=True; "
+        "create it with requires_grad=True or wrap it in nn.Parameter.",
+        "01_leaf_tensors",
+    ),
+    Pitfall(
+        "grad-never-reached",
+        "no gradient reached this tensor",
+        "Its .grad is None. Either backward() was not called, the tensor is not a leaf, "
+        "or the graph was cut between it and the loss (torch.tensor([...]), .item(), "
+        ".detach() or .data in the middle).",
+        "01_leaf_tensors",
+    ),
+    Pitfall(
+        "wrong-gradient",
+        "the gradient has the wrong values",
+        "If you silenced an in-place error with .data or .detach(), autograd used the "
+        "modified values and computed a wrong gradient without any error. Derive the "
+        "expected gradient by hand and compare.",
+        "02_version_counter",
+    ),
+    Pitfall(
+        "leaf-inplace",
+        "an in-place write to a leaf that requires grad",
+        "Write to a parameter in place only under `with torch.no_grad():` "
+        "(initialisation, optimiser steps), never while building the graph.",
+        "02_version_counter",
+    ),
+    Pitfall(
+        "stale-saved-tensor",
+        "a tensor saved for backward was modified in place",
+        "backward() needs the value it saw in the forward pass. Use the out-of-place op "
+        "(`x = x + 1` rather than `x += 1`), clone before modifying, or modify before use.",
+        "02_version_counter",
+    ),
+    Pitfall(
+        "hidden-write",
+        "an in-place write was hidden from autograd",
+        "Writes through .data (or numpy) do not bump the version counter, so autograd "
+        "cannot warn you when they corrupt a gradient. Use torch.no_grad() or .detach().",
+        "02_version_counter",
+    ),
+    Pitfall(
+        "backward-twice",
+        "backward() through a graph that was already freed",
+        "backward() frees the tensors it saved. Rebuild the graph with a fresh forward pass "
+        "each time, or pass retain_graph=True when you really need two backward passes.",
+        "02_version_counter",
+    ),
+)
+
+PITFALLS: dict[str, Pitfall] = {pitfall.key: pitfall for pitfall in _ALL}
+
+
+def explain(key: str) -> str:
+    """Returns the shared description of a pitfall.
+
+    Args:
+        key: A key of :data:`PITFALLS`, for example ``"stale-saved-tensor"``.
+
+    Returns:
+        One paragraph naming the pitfall, what to look at and the notebook that teaches it.
+
+    Raises:
+        KeyError: If ``key`` names no pitfall.
+    """
+    return PITFALLS[key].describe()

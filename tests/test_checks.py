@@ -1,0 +1,146 @@
+"""The exercise helpers: what they accept, and failure messages that name the pitfall."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from autograd_pitfalls import (
+    PITFALLS,
+    assert_grad_close,
+    assert_is_leaf,
+    assert_version,
+    compare,
+    devices,
+    expect_error,
+    explain,
+)
+from autograd_pitfalls.checks import show_warnings_on_stdout
+
+DEVICES = devices()
+
+
+def test_devices_lists_cpu_first_and_cuda_when_present():
+    assert DEVICES[0] == torch.device("cpu")
+    assert (torch.device("cuda") in DEVICES) == torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_assert_is_leaf_accepts_a_parameter(device):
+    assert_is_leaf(nn.Parameter(torch.ones(3, device=device)), name="eta")
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_assert_is_leaf_names_the_rebinding_pitfall(device):
+    eta = nn.Parameter(torch.ones(3, device=device))
+    eta = eta * 2  # the pitfall: the name now points at a non-leaf
+    with pytest.raises(AssertionError, match=r"eta is not a leaf: it has grad_fn=<MulBackward0>"):
+        assert_is_leaf(eta, name="eta")
+    with pytest.raises(AssertionError, match="rebind a name"):
+        assert_is_leaf(eta, name="eta")
+
+
+def test_assert_is_leaf_rejects_non_tensors_and_leaves_without_grad():
+    with pytest.raises(AssertionError, match="should be a tensor, got list"):
+        assert_is_leaf([1.0], name="x")
+    with pytest.raises(AssertionError, match="does not require grad"):
+        assert_is_leaf(torch.ones(2), name="x")
+    assert_is_leaf(torch.ones(2), name="x", requires_grad=False)
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_assert_grad_close_passes_on_a_correct_gradient(device):
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    (x * x).sum().backward()
+    assert_grad_close(x.grad, 2 * x.detach(), name="x.grad")
+
+
+def test_assert_grad_close_says_when_no_gradient_arrived():
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(AssertionError, match=r"x.grad is None\. Pitfall: no gradient reached"):
+        assert_grad_close(x.grad, torch.ones(2), name="x.grad")
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_assert_grad_close_catches_the_gradient_silenced_with_data(device):
+    a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    out = a.sigmoid()
+    out.data.zero_()  # silences the version check: backward uses the zeroed output
+    out.sum().backward()
+    expected = torch.sigmoid(a.detach()) * (1 - torch.sigmoid(a.detach()))
+    with pytest.raises(AssertionError, match=r"a.grad is wrong(.|\n)*silenced an in-place error"):
+        assert_grad_close(a.grad, expected, name="a.grad")
+
+
+def test_assert_grad_close_reports_shape_and_device_mismatch():
+    with pytest.raises(AssertionError, match=r"shape \(2,\), expected \(3,\)"):
+        assert_grad_close(torch.zeros(2), torch.zeros(3), name="g")
+    with pytest.raises(AssertionError, match="should be a tensor"):
+        assert_grad_close([0.0], torch.zeros(1), name="g")
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_assert_version_tells_no_grad_writes_from_data_writes(device):
+    seen = nn.Parameter(torch.zeros(3, device=device))
+    with torch.no_grad():
+        seen.fill_(1.0)
+    assert_version(seen, 1, name="w")
+    hidden = nn.Parameter(torch.zeros(3, device=device))
+    hidden.data.fill_(1.0)
+    with pytest.raises(AssertionError, match=r"w\._version is 0(.|\n)*hidden from autograd"):
+        assert_version(hidden, 1, name="w")
+
+
+def test_compare_shows_exact_approximate_and_max_difference():
+    line = compare("w.grad", torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.000001]))
+    assert "exact: False" in line and "approximate: True" in line and "max diff:" in line
+
+
+def test_expect_error_prints_the_live_message(capsys):
+    w = torch.zeros(2, requires_grad=True)
+    with expect_error(RuntimeError, match="is being used in an in-place operation"):
+        w.add_(1)
+    out = capsys.readouterr().out
+    assert out.startswith("RuntimeError: a leaf Variable that requires grad is being used")
+
+
+def test_expect_error_fails_when_nothing_is_raised():
+    with pytest.raises(AssertionError, match="nothing was raised"), expect_error(RuntimeError):
+        pass
+
+
+def test_expect_error_fails_when_the_message_changed():
+    with (
+        pytest.raises(AssertionError, match="message changed"),
+        expect_error(ValueError, match="has been used"),
+    ):
+        raise ValueError("is being used")
+
+
+def test_expect_error_lets_other_exceptions_through():
+    with pytest.raises(KeyError), expect_error(RuntimeError):
+        raise KeyError("x")
+
+
+def test_every_pitfall_names_its_notebook():
+    for key, pitfall in PITFALLS.items():
+        assert explain(key).startswith("Pitfall: ")
+        assert pitfall.notebook[:2].isdigit()
+
+
+def test_show_warnings_on_stdout_keeps_warnings_off_stderr(capsys):
+    original = warnings.showwarning
+    try:
+        show_warnings_on_stdout()
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            x = torch.ones(2, requires_grad=True) * 2
+            _ = x.grad  # PyTorch warns: .grad of a non-leaf
+    finally:
+        warnings.showwarning = original
+    captured = capsys.readouterr()
+    assert "UserWarning" in captured.out and "not a leaf" in captured.out
+    assert captured.err == ""
