@@ -1,0 +1,84 @@
+"""From ``solutions/`` to student notebooks: jupytext, normalise, nbgrader generate_assignment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from autograder.course import Course, assignment_ids
+from autograder.normalize import normalize
+
+
+class BuildError(RuntimeError):
+    """A source could not be turned into a student notebook."""
+
+
+def write_source_notebook(course: Course, assignment: str) -> Path:
+    """Converts one solution file into nbgrader's source notebook.
+
+    Args:
+        course: The course to build in.
+        assignment: The assignment id, for example ``"01_leaf_tensors"``.
+
+    Returns:
+        The path of the written ``build/source/<id>/<id>.ipynb``.
+
+    Raises:
+        BuildError: If the solution file is missing or its metadata is inconsistent.
+    """
+    solution = course.solution_file(assignment)
+    if not solution.is_file():
+        raise BuildError(f"no source for {assignment!r}: {solution} does not exist")
+    try:
+        notebook = normalize(jupytext.read(solution, fmt="py:percent"))
+    except ValueError as error:
+        raise BuildError(f"{solution}: {error}") from error
+    target = course.source / assignment / f"{assignment}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.validate(notebook)
+    nbformat.write(notebook, target)
+    return target
+
+
+def release(course: Course, assignment: str) -> Path:
+    """Generates the student version of one assignment with nbgrader.
+
+    This also records the assignment (its cells, points and tests) in the gradebook,
+    which autograde needs.
+
+    Args:
+        course: The course to build in.
+        assignment: The assignment id.
+
+    Returns:
+        The path of the student notebook.
+
+    Raises:
+        BuildError: If nbgrader fails; its log is in the message.
+    """
+    result = course.api().generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        raise BuildError(
+            f"nbgrader generate_assignment failed for {assignment}:\n"
+            f"{result.get('error', '')}\n{result.get('log', '')}"
+        )
+    return course.student_notebook(assignment)
+
+
+def build(course: Course, assignments: list[str] | None = None) -> list[Path]:
+    """Builds the student notebooks of ``assignments`` (all of them when None).
+
+    Args:
+        course: The course to build in.
+        assignments: Assignment ids; every source in ``solutions/`` when None.
+
+    Returns:
+        The paths of the student notebooks, in assignment order.
+    """
+    built = []
+    for assignment in assignments or assignment_ids(course):
+        write_source_notebook(course, assignment)
+        built.append(release(course, assignment))
+    return built

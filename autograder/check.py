@@ -1,0 +1,152 @@
+"""Check a learner's notebook per exercise, with nbgrader's validator underneath.
+
+``nbgrader validate`` prints the failing cells and exits 0 either way; a learner wants to
+know, per exercise, what passes, what fails and why, and a script wants a non-zero exit
+status when anything fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbconvert.filters import strip_ansi
+from nbgrader import utils
+from nbgrader.validator import Validator
+
+from autograder.course import nbgrader_config
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    """The outcome of one graded test cell.
+
+    Attributes:
+        grade_id: The test cell's grade id, for example ``"q1-tests"``.
+        score: Points earned.
+        max_score: Points available.
+        error: What the failing test printed (error or stderr), empty when it passed.
+    """
+
+    grade_id: str
+    score: float
+    max_score: float
+    error: str
+
+    @property
+    def exercise(self) -> str:
+        """The exercise's name: the grade id without its ``-tests`` suffix."""
+        return self.grade_id.removesuffix("-tests")
+
+    @property
+    def passed(self) -> bool:
+        """Whether the exercise earned all its points."""
+        return self.score >= self.max_score
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The outcome of checking one notebook.
+
+    Attributes:
+        notebook: The checked notebook.
+        exercises: One result per graded test cell, in notebook order.
+        changed: grade ids of locked cells whose content was edited.
+        executed: The notebook as it ran, outputs included.
+    """
+
+    notebook: Path
+    exercises: list[ExerciseResult]
+    changed: list[str]
+    executed: nbformat.NotebookNode
+
+    @property
+    def ok(self) -> bool:
+        """True when every exercise passes and no locked cell was edited."""
+        return not self.changed and all(result.passed for result in self.exercises)
+
+    def format(self) -> str:
+        """Returns the report as text for a terminal."""
+        lines = [f"Checking {self.notebook}"]
+        for grade_id in self.changed:
+            lines.append(
+                f"  CHANGED  {grade_id}: this cell is locked and was edited; "
+                "restore it (nbgrader restores it when grading)."
+            )
+        for result in self.exercises:
+            status = "pass" if result.passed else "FAIL"
+            points = f"{_fmt(result.score)}/{_fmt(result.max_score)}"
+            lines.append(f"  {status}  {result.exercise:<10} {points:>7} points")
+            if result.error:
+                lines.extend(f"        {line}" for line in result.error.splitlines())
+        passed = sum(result.passed for result in self.exercises)
+        score = sum(result.score for result in self.exercises)
+        total = sum(result.max_score for result in self.exercises)
+        lines.append(
+            f"{passed} of {len(self.exercises)} exercises pass "
+            f"({_fmt(score)}/{_fmt(total)} points)."
+        )
+        return "\n".join(lines)
+
+
+def failure_text(cell: nbformat.NotebookNode) -> str:
+    """Returns what made a test cell fail: its error's name and message, or its stderr.
+
+    Args:
+        cell: An executed code cell.
+    """
+    parts = []
+    for output in cell.outputs:
+        if output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}")
+        elif output.output_type == "stream" and output.name == "stderr":
+            parts.append(output.text)
+    return strip_ansi("\n".join(parts)).strip() or "the test cell did not pass"
+
+
+def _fmt(points: float) -> str:
+    return f"{points:g}"
+
+
+class _ExerciseValidator(Validator):
+    """nbgrader's Validator, returning the executed notebook instead of printed text."""
+
+    def run(self, path: Path) -> tuple[nbformat.NotebookNode, list[str]]:
+        notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        with utils.chdir(str(path.parent)):
+            executed = self._preprocess(notebook)
+        changed = [
+            cell.metadata.nbgrader.get("grade_id", "?")
+            for cell in self._get_changed_cells(executed)
+        ]
+        return executed, changed
+
+
+def check_notebook(path: Path, cell_timeout: int = 120) -> CheckReport:
+    """Executes ``path`` as nbgrader validate does and grades each exercise.
+
+    Args:
+        path: The notebook to check.
+        cell_timeout: Seconds one cell may run.
+
+    Returns:
+        The per-exercise report.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        nbformat.reader.NotJSONError: If ``path`` is not a notebook.
+    """
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook at {path}")
+    validator = _ExerciseValidator(config=nbgrader_config(cell_timeout))
+    executed, changed = validator.run(path)
+    results = []
+    for cell in executed.cells:
+        if not (utils.is_grade(cell) and cell.cell_type == "code"):
+            continue
+        score, max_score = utils.determine_grade(cell, None)
+        error = "" if score >= max_score else failure_text(cell)
+        results.append(ExerciseResult(cell.metadata.nbgrader["grade_id"], score, max_score, error))
+    return CheckReport(path, results, changed, executed)

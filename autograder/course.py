@@ -1,0 +1,138 @@
+"""Where a course's files live, and the nbgrader configuration every step shares.
+
+One :class:`Course` describes one course directory in nbgrader's sense: the repository
+itself for an instructor, a temporary folder for the tests. Every nbgrader call in the
+pipeline gets its configuration from :func:`nbgrader_config`, and so does the
+``nbgrader`` command line through ``nbgrader_config.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Started in every kernel that nbgrader runs: a warning PyTorch prints while a correct
+# answer runs must not reach stderr, where nbgrader would score the test cell 0.
+KERNEL_STARTUP = "__import__('autograd_pitfalls.checks').checks.show_warnings_on_stdout()"
+
+
+def nbgrader_config(cell_timeout: int = 120) -> Config:
+    """Returns the nbgrader settings shared by validate, generate and autograde.
+
+    Args:
+        cell_timeout: Seconds one cell may run before nbgrader interrupts it.
+
+    Returns:
+        A traitlets Config for nbgrader's apps and preprocessors.
+    """
+    config = Config()
+    config.CourseDirectory.course_id = "autograd-pitfalls"
+    config.Execute.timeout = cell_timeout
+    # Encrypt kernel traffic (the kernel warns on stderr about plain TCP otherwise).
+    config.KernelManager.transport_encryption = "auto"
+    config.Execute.extra_arguments = [f"--IPKernelApp.exec_lines={[KERNEL_STARTUP]!r}"]
+    return config
+
+
+@dataclass(frozen=True)
+class Course:
+    """The folders of one nbgrader course.
+
+    Attributes:
+        root: The course directory: submitted/, autograded/, feedback/, exports/ and
+            gradebook.db live here.
+        solutions: The sources, ``NN_slug/NN_slug.py`` in jupytext percent format.
+        source: Where the sources become nbgrader source notebooks.
+        release: Where the student notebooks are generated.
+    """
+
+    root: Path
+    solutions: Path
+    source: Path
+    release: Path
+
+    @classmethod
+    def at(cls, root: Path, release: Path | None = None) -> Course:
+        """Returns the course rooted at ``root``, with the repository's solutions.
+
+        Args:
+            root: The course directory.
+            release: Where student notebooks go; ``root / "notebooks"`` when None.
+        """
+        root = root.resolve()
+        return cls(
+            root=root,
+            solutions=REPO / "solutions",
+            source=root / "build" / "source",
+            release=(release or root / "notebooks").resolve(),
+        )
+
+    @classmethod
+    def repository(cls) -> Course:
+        """Returns the instructor's course: the repository itself."""
+        return cls.at(REPO)
+
+    @property
+    def gradebook(self) -> Path:
+        """The nbgrader database of this course."""
+        return self.root / "gradebook.db"
+
+    @property
+    def exports(self) -> Path:
+        """Where grade exports are written."""
+        return self.root / "exports"
+
+    def solution_file(self, assignment: str) -> Path:
+        """The source file of ``assignment``."""
+        return self.solutions / assignment / f"{assignment}.py"
+
+    def student_notebook(self, assignment: str) -> Path:
+        """The generated student notebook of ``assignment``."""
+        return self.release / assignment / f"{assignment}.ipynb"
+
+    def api(self, config: Config | None = None) -> NbGraderAPI:
+        """Returns nbgrader's Python API bound to this course's folders.
+
+        Args:
+            config: Extra settings merged over :func:`nbgrader_config`.
+        """
+        merged = nbgrader_config()
+        merged.CourseDirectory.root = str(self.root)
+        merged.CourseDirectory.source_directory = str(self.source)
+        merged.CourseDirectory.release_directory = str(self.release)
+        merged.CourseDirectory.db_url = f"sqlite:///{self.gradebook}"
+        if config is not None:
+            merged.merge(config)
+        _put_interpreter_bin_on_path()
+        coursedir = CourseDirectory(config=merged)
+        return NbGraderAPI(coursedir=coursedir, config=merged)
+
+
+def _put_interpreter_bin_on_path() -> None:
+    # nbgrader runs the `alembic` command by name to create a gradebook; when the pipeline
+    # runs as `.venv/bin/python -m autograder`, .venv/bin is not on PATH by itself.
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+
+
+def assignment_ids(course: Course | None = None) -> list[str]:
+    """Returns the assignment ids that have a source in ``solutions/``, sorted.
+
+    Args:
+        course: The course to look in; the repository's when None.
+    """
+    course = course or Course.repository()
+    return sorted(
+        folder.name
+        for folder in course.solutions.iterdir()
+        if (folder / f"{folder.name}.py").is_file()
+    )

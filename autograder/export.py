@@ -1,0 +1,81 @@
+"""Export an assignment's grades as CSV: one row per student, one column per exercise."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder.collect import OK, Submission
+from autograder.course import Course
+
+
+def exercise_ids(course: Course, assignment: str) -> list[str]:
+    """Returns the grade ids of the assignment's test cells, in notebook order.
+
+    Args:
+        course: A course where the assignment has been built.
+        assignment: The assignment id.
+    """
+    source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
+    return [cell.metadata.nbgrader["grade_id"] for cell in source.cells if utils.is_grade(cell)]
+
+
+def _exercise(grade_id: str) -> str:
+    return grade_id.removesuffix("-tests")
+
+
+def grade_rows(course: Course, assignment: str, submissions: list[Submission]) -> list[dict]:
+    """Returns one row per student: ids, total, max, per-exercise scores, status, message.
+
+    A student who was not graded (missing, unreadable, error) scores 0 everywhere and
+    keeps the status that says why.
+
+    Args:
+        course: The graded course.
+        assignment: The assignment id.
+        submissions: The students and their collection / grading status.
+    """
+    grade_ids = exercise_ids(course, assignment)
+    rows = []
+    with Gradebook(f"sqlite:///{course.gradebook}") as gradebook:
+        max_score = gradebook.find_assignment(assignment).max_score
+        for submission in submissions:
+            row = {"student_id": submission.student_id, "assignment": assignment}
+            scores = dict.fromkeys(grade_ids, 0.0)
+            total = 0.0
+            if submission.status == OK:
+                try:
+                    graded = gradebook.find_submission(assignment, submission.student_id)
+                except MissingEntry:
+                    graded = None
+                if graded is not None:
+                    total = graded.score
+                    for notebook in graded.notebooks:
+                        for grade in notebook.grades:
+                            if grade.name in scores:
+                                scores[grade.name] = grade.score
+            row.update(score=total, max_score=max_score)
+            row.update({_exercise(grade_id): scores[grade_id] for grade_id in grade_ids})
+            row.update(status=submission.status, message=submission.message)
+            rows.append(row)
+    return rows
+
+
+def write_csv(rows: list[dict], path: Path) -> Path:
+    """Writes ``rows`` (from :func:`grade_rows`) to ``path`` as CSV and returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["student_id"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(
+                {
+                    key: f"{value:g}" if isinstance(value, float) else value
+                    for key, value in row.items()
+                }
+            )
+    return path

@@ -1,0 +1,88 @@
+"""Start JupyterLab for self-study: nbgrader's Validate button on, course tools off.
+
+A learner has no exchange and no course: nbgrader's assignment list, course list and
+formgrader would fail on every poll and fill the server log with errors. They are turned
+off in this project's virtual environment only; validation stays on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder.course import REPO
+
+SERVER_EXTENSIONS_OFF = (
+    "nbgrader.server_extensions.assignment_list",
+    "nbgrader.server_extensions.course_list",
+    "nbgrader.server_extensions.formgrader",
+)
+LAB_PLUGINS_OFF = (
+    "@jupyter/nbgrader:assignment-list",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:formgrader",
+    # The nbgrader menu only opens the three tools above.
+    "@jupyter/nbgrader:menu",
+)
+
+
+def _jupyter() -> str:
+    return str(Path(sys.executable).with_name("jupyter"))
+
+
+def _lab_plugins_disabled() -> set[str]:
+    page_config = Path(sys.prefix) / "etc" / "jupyter" / "labconfig" / "page_config.json"
+    if not page_config.is_file():
+        return set()
+    disabled = json.loads(page_config.read_text()).get("disabledExtensions", {})
+    return {name for name, off in disabled.items() if off}
+
+
+def configure_learner_lab() -> None:
+    """Turns nbgrader's course tools off in this environment (idempotent, quiet)."""
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+    subprocess.run(
+        [_jupyter(), "server", "extension", "disable", "--sys-prefix", *SERVER_EXTENSIONS_OFF],
+        **quiet,
+    )
+    for plugin in set(LAB_PLUGINS_OFF) - _lab_plugins_disabled():
+        subprocess.run(
+            [_jupyter(), "labextension", "disable", "--level=sys_prefix", plugin], **quiet
+        )
+
+
+def lab_command(extra: list[str] | None = None) -> list[str]:
+    """Returns the command that starts JupyterLab on ``notebooks/``.
+
+    It runs from the repository root, so nbgrader's Validate button reads
+    ``nbgrader_config.py``.
+
+    Args:
+        extra: More arguments for ``jupyter lab``.
+    """
+    return [
+        _jupyter(),
+        "lab",
+        f"--ServerApp.root_dir={REPO / 'notebooks'}",
+        "--KernelManager.transport_encryption=auto",
+        *(extra or []),
+    ]
+
+
+def start_lab(extra: list[str] | None = None) -> int:
+    """Configures the environment, then replaces this process with JupyterLab.
+
+    Args:
+        extra: More arguments for ``jupyter lab`` (for example ``--no-browser``).
+
+    Returns:
+        Never returns on success (the process becomes JupyterLab).
+    """
+    configure_learner_lab()
+    command = lab_command(extra)
+    os.chdir(REPO)
+    os.execv(command[0], command)
+    return 1  # pragma: no cover (execv does not return)
