@@ -106,8 +106,9 @@ def parser() -> argparse.ArgumentParser:
     )
     grade_cmd.set_defaults(run=_grade)
 
-    lab_cmd = commands.add_parser("lab", help="start JupyterLab on notebooks/ for self-study")
-    lab_cmd.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
+    lab_cmd = commands.add_parser(
+        "lab", help="start JupyterLab on notebooks/ for self-study (extra options go to jupyter lab)"
+    )
     lab_cmd.set_defaults(run=_lab)
     return root
 
@@ -117,5 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # nbgrader 0.9.6's gradebook code triggers SQLAlchemy autoflush warnings on every
     # autograde; they are about nbgrader's internals and say nothing to an instructor.
     warnings.filterwarnings("ignore", category=SAWarning)
-    args = parser().parse_args(argv)
+    command_line = parser()
+    args, unknown = command_line.parse_known_args(argv)
+    if unknown and args.command != "lab":
+        command_line.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.jupyter_args = unknown
     return args.run(args)

@@ -63,13 +63,16 @@ def lab_command(extra: list[str] | None = None) -> list[str]:
     Args:
         extra: More arguments for ``jupyter lab``.
     """
-    return [
+    command = [
         _jupyter(),
         "lab",
         f"--ServerApp.root_dir={REPO / 'notebooks'}",
         "--KernelManager.transport_encryption=auto",
-        *(extra or []),
     ]
+    if os.geteuid() == 0:
+        # Jupyter refuses to start as root; containers and fresh machines often are root.
+        command.append("--allow-root")
+    return [*command, *(extra or [])]
 
 
 def start_lab(extra: list[str] | None = None) -> int:
