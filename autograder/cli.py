@@ -107,7 +107,7 @@ def parser() -> argparse.ArgumentParser:
     grade_cmd.set_defaults(run=_grade)
 
     lab_cmd = commands.add_parser(
-        "lab", help="start JupyterLab on notebooks/ for self-study (extra options go to jupyter lab)"
+        "lab", help="start JupyterLab on notebooks/ for self-study (other options go to jupyter)"
     )
     lab_cmd.set_defaults(run=_lab)
     return root

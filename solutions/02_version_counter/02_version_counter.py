@@ -1,0 +1,844 @@
+# %% [markdown]
+# # 02 · In-place operations and the version counter
+#
+# ## What you will learn
+# - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
+# - The two in-place writes autograd forbids: on a leaf that requires grad, and on a tensor saved for backward.
+# - How to tell, by looking at what each node saved, when an in-place write is harmless.
+# - Why the order of the lines matters, and four ways to fix a version error.
+# - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
+# - How anomaly mode names the forward line behind a backward error.
+# - What "Trying to backward through the graph a second time" means, and how to get two gradients right.
+
+# %% nbgrader={"grade_id": "setup", "locked": true}
+import inspect
+import warnings
+
+import torch
+from torch import nn
+
+from autograd_pitfalls import (
+    assert_grad_close,
+    assert_is_leaf,
+    assert_version,
+    devices,
+    draw,
+    expect_error,
+)
+
+print(torch.__version__)
+
+# %% [markdown]
+# ## 1. What an in-place operation is
+#
+# An in-place operation writes its result into the memory of an existing tensor instead of allocating a new one.
+# In PyTorch these are: augmented assignment (`x += 1`), index assignment (`x[0] = 0`), methods ending in an underscore (`x.add_(1)`), and `out=` arguments.
+# `x = x + 1` is *not* one: it computes a new tensor and rebinds the name `x` to it.
+# Just run this cell: `data_ptr()` is the address of the first element.
+
+# %%
+x = torch.zeros(3)
+start = x.data_ptr()
+
+x += 1  # augmented assignment
+x[0] = 0  # index assignment
+x.add_(1)  # trailing underscore
+torch.mul(x, 2, out=x)  # out= argument
+print("after four in-place writes:", x, "| same memory:", x.data_ptr() == start)
+assert x.data_ptr() == start
+
+x = x + 1  # out of place: a new tensor, the name x now points to it
+print("after x = x + 1:           ", x, "| same memory:", x.data_ptr() == start)
+assert x.data_ptr() != start
+
+# %% [markdown]
+# ## 2. The version counter
+#
+# Every tensor carries a counter, `t._version`.
+# It starts at 0 and goes up by one with every in-place write; out-of-place operations leave it alone.
+# It counts writes, not changes: a write that leaves every value as it was still counts.
+
+# %%
+t = torch.ones(4)
+print("new tensor:          ", t._version)
+t.add_(1)
+print("after t.add_(1):     ", t._version)
+t[0] = 5.0
+print("after t[0] = 5.0:    ", t._version)
+t.clamp_(min=0)  # every value is already >= 0: nothing changes, the write still counts
+print("after t.clamp_(min=0):", t._version)
+u = t * 2  # out of place: u is new (version 0), t is untouched
+print("after u = t * 2:      t", t._version, "| u", u._version)
+assert (t._version, u._version) == (3, 0)
+
+# %% [markdown]
+# A view (`t[:2]`, `t.view(...)`, and also `t.detach()`) shares memory with its base, and it also shares the base's version counter.
+# A write through the view bumps the base's version, and a write to the base bumps the view's.
+# That is how autograd notices a write to a saved tensor even when it is made through another name.
+
+# %%
+base = torch.zeros(4)
+head = base[:2]  # a view: same memory, same counter
+grid = base.view(2, 2)  # another view
+alias = base.detach()  # shares memory and counter too
+print("start:              base", base._version, "head", head._version, "grid", grid._version)
+head.add_(1)
+print("after head.add_(1): base", base._version, "head", head._version, "grid", grid._version)
+base.mul_(3)
+print("after base.mul_(3): base", base._version, "head", head._version, "grid", grid._version)
+alias.zero_()
+print("after alias.zero_(): base", base._version, "| base is now", base)
+assert base._version == head._version == grid._version == alias._version == 3
+
+# %% [markdown]
+# One way of writing escapes the counter: writing through `.data`.
+# `.data` is a legacy attribute that gives a tensor with the same memory but a counter of its own.
+# Keep that in mind; sections 7 and 8 show why it matters, and notebook 03 compares `.data` and `.detach()` in depth.
+
+# %%
+base = torch.zeros(4)
+base.data.add_(1)  # the values change ...
+print(base, "| version:", base._version)  # ... but the counter does not move
+assert base._version == 0 and base.sum().item() == 4.0
+
+# %% [markdown]
+# ## 3. Forbidden kind 1: an in-place write to a leaf that requires grad
+#
+# A leaf that requires grad (every `nn.Parameter` is one) is where `backward()` delivers a gradient.
+# If you overwrote it in place, the gradient in its `.grad` would belong to values it no longer holds.
+# So autograd refuses the write the moment it happens, not at `backward()`.
+# (Older blog posts quote "has been used in an in-place operation"; torch 2.13 says "is being used".)
+
+# %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    a.add_(10.0)
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    a += 10.0
+with expect_error(RuntimeError, match="a view of a leaf Variable that requires grad is being used"):
+    a[0] = 0.0  # a[0] is a view of a
+with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+    torch.add(a, 1.0, out=a)
+
+# %% [markdown]
+# Older posts also show `a[:] = 0` going through: `a` becomes a non-leaf with `grad_fn=<CopySlices>`, and `backward()` later fails with "leaf variable has been moved into the graph interior".
+# That is no longer true.
+# On torch 2.13 `a[:] = 0` is refused on the spot with the same message as `a.add_()`, and `a` is left as it was: still a leaf, values and version unchanged.
+# `backward()` through it then works and fills `a.grad`.
+
+# %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    a[:] = 0
+print(a, "| is_leaf:", a.is_leaf, "| version:", a._version)
+assert a.is_leaf and a._version == 0 and a.tolist() == [10.0, 5.0, 2.0, 3.0]
+
+loss = (a * a).mean()  # d loss / d a = 2a / 4 = a / 2
+loss.backward()
+print("a.grad:", a.grad)
+assert torch.equal(a.grad, a.detach() / 2)
+
+# %% [markdown]
+# How, then, do you initialise or update a parameter?
+# Under `torch.no_grad()`, where autograd records nothing: section 8.
+
+# %% [markdown]
+# ## 4. Forbidden kind 2: modifying a tensor saved for backward
+#
+# To compute gradients, many operations keep some of their inputs or outputs: the *saved tensors*.
+# Take `f = d @ w2` with `d` of shape (1, 1): by hand, `df/dw2 = d` and `df/dd = w2`, so the node keeps both `d` and `w2`.
+# With `x = [[1, 2]]`, `w1 = [[2], [1]]`, `w2 = [3]`: `d = 1·2 + 2·1 = 4`, so `w2.grad` should be 4.
+# The drawing shows each saved tensor in orange, with the version it had when saved and the version it has now.
+
+# %%
+x = torch.tensor([[1.0, 2.0]])
+w1 = torch.tensor([[2.0], [1.0]], requires_grad=True)
+w2 = torch.tensor([3.0], requires_grad=True)
+
+d = x @ w1  # (1, 1): [[4.]]
+f = d @ w2  # (1,): [12.]
+names = {"x": x, "w1": w1, "w2": w2, "d": d, "f": f}
+print("d =", d.item(), "| f =", f.item(), "| d._version =", d._version)
+draw(f, names=names)
+
+# %% [markdown]
+# Now write to `d` in place after `f` was computed.
+# The node that saved `d` recorded version 0; `d` is now at version 1.
+# The saved tensor turns red: `backward()` would have to use a value that is gone.
+
+# %%
+d[:] = 0
+print("d =", d.item(), "| d._version =", d._version)
+draw(f, names=names)
+
+# %% [markdown]
+# `backward()` checks every saved tensor's version before using it, and refuses.
+# The `[...]` part describes the stale tensor: its type and shape, and the node autograd now holds for it (here `Fill3`, the record of `d[:] = 0`).
+
+# %%
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    f.backward()
+
+# %% [markdown]
+# Without this check, `w2.grad` would silently come out as 0 (the new `d`) instead of 4.
+# That is the whole point of the version counter: a wrong gradient becomes a loud error.
+
+# %% [markdown]
+# ## 5. When an in-place write is harmless
+#
+# Autograd only checks the tensors that some node saved.
+# A write to a tensor that no node saved raises nothing, and the gradient stays correct.
+# To predict which case you are in, ask of every op the tensor fed: does its backward need that value?
+#
+# | op | by hand | saves |
+# |---|---|---|
+# | `b + c`, `b - c`, `b.sum()` | derivative 1, no value needed | nothing |
+# | `b * c` | `d/db = c`, `d/dc = b` | both inputs |
+# | `b ** 2` | `2b` | its input |
+# | `b.exp()`, `b.sigmoid()`, `b.relu()` | expressed with the output | its **output** |
+#
+# You can check the table: a node keeps its saved tensors in its `_saved_*` attributes.
+
+# %%
+b = torch.ones(2, requires_grad=True) * 1  # two non-leaf tensors
+c = torch.ones(2, requires_grad=True) * 1
+ops = {
+    "b + c": b + c,
+    "b - c": b - c,
+    "b.sum()": b.sum(),
+    "b * c": b * c,
+    "b ** 2": b**2,
+    "b.exp()": b.exp(),
+    "b.sigmoid()": b.sigmoid(),
+    "b.relu()": b.relu(),
+}
+saved_by = {}
+for text, out in ops.items():
+    node = out.grad_fn
+    attributes = [name for name in dir(node) if name.startswith("_saved_")]
+    saved_by[text] = [
+        name.removeprefix("_saved_")
+        for name in attributes
+        if isinstance(getattr(node, name), torch.Tensor)  # skip sizes, scalars, alpha
+    ]
+    print(f"{text:12} {type(node).__name__:18} saves: {saved_by[text] or 'nothing'}")
+assert saved_by["b + c"] == saved_by["b - c"] == saved_by["b.sum()"] == []
+assert saved_by["b * c"] == ["other", "self"] and saved_by["b ** 2"] == ["self"]
+assert saved_by["b.exp()"] == saved_by["b.sigmoid()"] == saved_by["b.relu()"] == ["result"]
+
+# %% [markdown]
+# First the failing case, from the blog post: `(b * b).mean()` saves `b`, so writing to `b` afterwards breaks `backward()`.
+
+# %%
+a = torch.tensor([1.0, 3.0], requires_grad=True)
+b = a + 2
+loss = (b * b).mean()
+b[0] = 1000.0
+draw(loss, names={"a": a, "b": b, "loss": loss})
+
+# %%
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    loss.backward()
+
+# %% [markdown]
+# Now the harmless case: `c = b + 1` and `loss = c.sum()`.
+# Neither `+` nor `sum` needs a value for its backward, so nothing is saved, nothing can turn red, and writing to `c` is harmless.
+# By hand, `loss = Σ (a + 3)`, so `a.grad = [1, 1]` whatever `c` holds afterwards.
+
+# %%
+a = torch.tensor([1.0, 3.0], requires_grad=True)
+b = a + 2
+c = b + 1
+loss = c.sum()
+c[0] = 1000.0  # c is at version 1, but no node saved it
+print("c._version:", c._version, "| loss:", loss.item())
+draw(loss, names={"a": a, "b": b, "c": c, "loss": loss})
+
+# %%
+loss.backward()
+print("a.grad:", a.grad)
+assert torch.equal(a.grad, torch.ones(2))
+
+# %% [markdown]
+# The last row of the table is the subtle one: `exp` saves its output, not its input.
+# Writing to the input of `exp` after the call is harmless; writing to its output is not.
+
+# %%
+a = torch.tensor([0.0, 1.0], requires_grad=True)
+b = a * 1  # a non-leaf copy of a, so that we may write to it
+e = b.exp()  # ExpBackward0 keeps e (d exp(b)/db = exp(b) = e), not b
+b.add_(100.0)  # harmless: nobody saved b
+e.sum().backward()
+print("a.grad:", a.grad, "| exp(a):", a.detach().exp())
+assert torch.allclose(a.grad, a.detach().exp())
+
+e = (a * 1).exp()
+e.mul_(2)  # e is saved by its own node
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    e.sum().backward()
+
+# %% [markdown]
+# No error means the gradient is right for the values the forward pass used.
+# It says nothing about whether the values you keep using afterwards are the ones you meant: `loss` above was computed before `c[0] = 1000.0` and does not change with it.
+
+# %% [markdown]
+# ### Exercise 1 — predict the versions (2 points)
+#
+# Read this code without running it:
+#
+# ```python
+# x = torch.ones(3, requires_grad=True)
+# a = x * 2
+# head = a[:2]
+# head.mul_(3)
+# b = a.exp()
+# c = a + 1
+# c.mul_(2)
+# loss = (b * c).sum()
+# a.add_(1)
+# ```
+#
+# Predict `a._version`, `head._version`, `b._version` and `c._version` after the last line, and whether `loss.backward()` would then raise.
+# Return them from `predict_versions()` as a dict, for example `{"a": 0, "head": 0, "b": 0, "c": 0, "backward_raises": False}` (ints and a bool).
+# Use the section 2 rule for views and the table of section 5 for what each node saved.
+# The test runs the code live and compares.
+
+
+# %% nbgrader={"grade_id": "q1-answer", "solution": true}
+def predict_versions() -> dict[str, int | bool]:
+    """Returns your predictions for the code of Exercise 1.
+
+    Returns:
+        A dict with keys "a", "head", "b", "c" (each tensor's ``_version`` after the
+        last line, an int) and "backward_raises" (a bool: would ``loss.backward()`` raise).
+    """
+    ### BEGIN SOLUTION
+    return {
+        "a": 2,  # head.mul_(3) writes through a view of a, then a.add_(1)
+        "head": 2,  # a view shares its base's counter
+        "b": 0,  # never written
+        "c": 1,  # c.mul_(2), before loss used it
+        "backward_raises": False,  # a is saved by nobody: exp saved its output b
+    }
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
+"""Checks the predictions of predict_versions() against the code of Exercise 1, run live."""
+predictions = predict_versions()
+assert isinstance(predictions, dict), "predict_versions() should return a dict"
+assert set(predictions) == {"a", "head", "b", "c", "backward_raises"}, (
+    f"expected the keys a, head, b, c, backward_raises; got {sorted(predictions)}"
+)
+
+x = torch.ones(3, requires_grad=True)
+a = x * 2
+head = a[:2]
+head.mul_(3)
+b = a.exp()
+c = a + 1
+c.mul_(2)
+loss = (b * c).sum()
+a.add_(1)
+truth = {"a": a._version, "head": head._version, "b": b._version, "c": c._version}
+try:
+    loss.backward()
+    truth["backward_raises"] = False
+except RuntimeError:
+    truth["backward_raises"] = True
+
+assert predictions["head"] == truth["head"], (
+    f"head._version is {truth['head']}, you predicted {predictions['head']}: "
+    "a view shares its base's version counter (section 2)."
+)
+### BEGIN HIDDEN TESTS
+for key in ("a", "b", "c"):
+    assert type(predictions[key]) is int, f"predictions[{key!r}] should be an int"
+    assert predictions[key] == truth[key], (
+        f"{key}._version is {truth[key]}, you predicted {predictions[key]}: "
+        "count the in-place writes to the tensor and to its views (section 2)."
+    )
+assert type(predictions["backward_raises"]) is bool, "backward_raises should be a bool"
+assert predictions["backward_raises"] == truth["backward_raises"], (
+    f"loss.backward() {'raises' if truth['backward_raises'] else 'does not raise'}: "
+    "only tensors some node saved are checked; exp saves its output (section 5)."
+)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. Order matters
+#
+# The same three lines as in section 4, with the write moved before the use, run without error.
+# `f` is now computed from the new `d`, and that is what its gradient reflects:
+# `w2.grad` is the new `d` (0, not 4), and `w1.grad` is 0 because `d[:] = 0` replaced every value that depended on `w1`.
+# Whether that is right depends on what you meant: autograd differentiates the code you ran.
+
+# %%
+x = torch.tensor([[1.0, 2.0]])
+w1 = torch.tensor([[2.0], [1.0]], requires_grad=True)
+w2 = torch.tensor([3.0], requires_grad=True)
+
+d = x @ w1
+d[:] = 0  # before d is used: nothing saved it yet
+f = d @ w2  # saves d at version 1
+f.backward()
+print("w2.grad:", w2.grad, "| w1.grad:", w1.grad.flatten())
+assert torch.equal(w2.grad, d.detach().flatten()) and w2.grad.item() == 0.0
+assert torch.equal(w1.grad, torch.zeros(2, 1))
+
+# %% [markdown]
+# ## 7. Four fixes
+#
+# Suppose the intended computation is: `f` uses the original `d` (so `w2.grad = 4` and, by hand, `w1.grad = xᵀ·w2 = [[3], [6]]`), and afterwards we want `d` scaled by 10 for some later step.
+# `d *= 10` after `f = d @ w2` raises, as in section 4.
+# Each fix below gives the intended gradients, checked against the hand-derived ones.
+
+
+# %%
+def fresh_forward() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Returns (w1, w2, d, f) for the example of sections 4 and 6, built from scratch."""
+    x = torch.tensor([[1.0, 2.0]])
+    w1 = torch.tensor([[2.0], [1.0]], requires_grad=True)
+    w2 = torch.tensor([3.0], requires_grad=True)
+    d = x @ w1
+    return w1, w2, d, d @ w2
+
+
+def check_intended(w1: torch.Tensor, w2: torch.Tensor, scaled: torch.Tensor) -> None:
+    """Prints the gradients and asserts they are the hand-derived ones for the original d."""
+    print(
+        f"w2.grad = {w2.grad.tolist()}, w1.grad = {w1.grad.flatten().tolist()}, "
+        f"scaled d = {scaled.item()}"
+    )
+    assert torch.equal(w2.grad, torch.tensor([4.0]))
+    assert torch.equal(w1.grad, torch.tensor([[3.0], [6.0]]))
+    assert scaled.item() == 40.0
+
+
+w1, w2, d, f = fresh_forward()
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    d *= 10
+    f.backward()
+
+# 1. Out of place: a new tensor; the saved d is untouched.
+w1, w2, d, f = fresh_forward()
+scaled = d * 10
+f.backward()
+check_intended(w1, w2, scaled)
+
+# 2. Clone, then modify the clone in place: the clone has its own memory and counter.
+w1, w2, d, f = fresh_forward()
+scaled = d.clone()
+scaled *= 10
+f.backward()
+check_intended(w1, w2, scaled)
+
+# 3. Modify after backward(): once backward() is done, nothing needs d any more.
+w1, w2, d, f = fresh_forward()
+f.backward()
+d *= 10
+check_intended(w1, w2, d)
+
+# %% [markdown]
+# The fourth fix is for leaves, the case of section 3: write under `torch.no_grad()`, before the leaf is used.
+# That is parameter initialisation (and the optimiser's update step), next section.
+#
+# Two "fixes" to avoid.
+# `d.data *= 10` silences the error and gives a wrong gradient (`w2.grad = 40`), because autograd no longer sees the write.
+# `d.detach().mul_(10)` does not even silence it: a detached tensor shares the counter (section 2).
+
+# %%
+w1, w2, d, f = fresh_forward()
+d.data *= 10  # hidden from the counter
+f.backward()  # no error ...
+print("w2.grad:", w2.grad, "<- wrong: the intended gradient is 4")
+assert w2.grad.item() == 40.0
+
+w1, w2, d, f = fresh_forward()
+d.detach().mul_(10)  # the same counter: still caught
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    f.backward()
+
+# %% [markdown]
+# ### Exercise 2 — fix the saved-tensor bug (3 points)
+#
+# `loss_and_centred_buggy` computes activations `h = x @ w`, a loss `mean(h²)`, backpropagates it into `w.grad`, and returns the loss with the column-centred activations `h - h.mean(dim=0)` for a later step.
+# It raises at `loss.backward()`: run the cell below to see.
+
+
+# %%
+def loss_and_centred_buggy(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Buggy: fills w.grad with d mean((x @ w)**2) / dw, returns (loss, centred h)."""
+    h = x @ w  # (n, k) activations
+    loss = (h**2).mean()  # PowBackward0 saves h
+    h -= h.mean(dim=0)  # centre each column for a later step
+    loss.backward()
+    return loss.detach(), h
+
+
+x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+w = torch.eye(2, requires_grad=True)
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    loss_and_centred_buggy(x, w)
+
+# %% [markdown]
+# Write `loss_and_centred`, a fixed copy.
+# The intended computation: the loss uses the original `h`; by hand, `d mean(h²) / dw = xᵀ · 2h / h.numel()`.
+# For `x = [[1, 2], [3, 4]]` and `w = I`: `h = x`, the loss is `(1 + 4 + 9 + 16) / 4 = 7.5`, `w.grad = [[5, 7], [7, 10]]`, and the centred `h` is `[[-1, -1], [1, 1]]`.
+# Silencing the error with `.data` gives a wrong `w.grad`; the tests compare with the hand-derived gradient.
+
+
+# %% nbgrader={"grade_id": "q2-answer", "solution": true}
+def loss_and_centred(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Calls loss.backward() for loss = mean((x @ w) ** 2); returns it and the centred h.
+
+    Args:
+        x: Inputs, shape (n, m).
+        w: Weights, a leaf that requires grad, shape (m, k).
+
+    Returns:
+        (loss, centred): the loss computed from the original h = x @ w, and
+        h - h.mean(dim=0), shape (n, k).
+    """
+    ### BEGIN SOLUTION
+    h = x @ w
+    loss = (h**2).mean()
+    centred = h - h.mean(dim=0)  # out of place: the h that pow saved stays at version 0
+    loss.backward()
+    return loss.detach(), centred
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
+"""Checks loss_and_centred: the loss, w.grad against the hand-derived gradient, the centred h."""
+for device in devices():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
+    w = torch.eye(2, device=device, requires_grad=True)
+    loss, centred = loss_and_centred(x, w)
+    assert abs(float(loss) - 7.5) < 1e-5, f"the loss should be 7.5, got {float(loss)}"
+    assert_grad_close(w.grad, torch.tensor([[5.0, 7.0], [7.0, 10.0]], device=device), name="w.grad")
+    assert torch.allclose(centred, torch.tensor([[-1.0, -1.0], [1.0, 1.0]], device=device)), (
+        f"the centred activations should be [[-1, -1], [1, 1]], got {centred.tolist()}"
+    )
+    assert_is_leaf(w, name="w")
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(2)
+for device in devices():
+    for n, m, k in [(3, 5, 2), (1, 4, 3), (6, 2, 4)]:
+        x = (torch.randn(n, m, generator=generator) + 1.0).to(device)  # nonzero column means
+        w_start = torch.randn(m, k, generator=generator).to(device)
+        w = w_start.clone().requires_grad_(True)
+        loss, centred = loss_and_centred(x, w)
+        h = x @ w_start
+        assert torch.allclose(torch.as_tensor(loss).to(device), (h**2).mean(), atol=1e-5), (
+            "the loss should be computed from the original h = x @ w"
+        )
+        assert_grad_close(w.grad, x.T @ (2 * h / h.numel()), name="w.grad", atol=1e-5)
+        assert torch.allclose(centred, h - h.mean(dim=0), atol=1e-5), (
+            "the second value should be h - h.mean(dim=0)"
+        )
+        assert torch.equal(w.detach(), w_start), "w itself should not change"
+        assert_is_leaf(w, name="w")
+        # x may require grad too: its gradient must also use the original h.
+        x_leaf = x.clone().requires_grad_(True)
+        w = w_start.clone().requires_grad_(True)
+        loss_and_centred(x_leaf, w)
+        assert_grad_close(x_leaf.grad, (2 * h / h.numel()) @ w_start.T, name="x.grad", atol=1e-5)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 8. Initialising a parameter: `torch.no_grad()`, not `.data`
+#
+# A parameter is a leaf that requires grad, so `w.normal_()` is refused (section 3).
+
+# %%
+w = nn.Parameter(torch.empty(2, 3))
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    w.normal_()
+
+# %% [markdown]
+# Older posts work around it with `w.data = w.data.normal()`.
+# That line is a typo (there is no `Tensor.normal`, only the in-place `normal_`), and `.data` is the legacy way.
+
+# %%
+with expect_error(AttributeError, match="has no attribute 'normal'"):
+    w.data = w.data.normal()
+
+# %% [markdown]
+# The current way: write under `torch.no_grad()`.
+# Autograd records nothing inside the block, so the write is allowed; `w` stays the same leaf object and still requires grad.
+# Unlike a `.data` write, it bumps the version counter.
+
+# %%
+w = nn.Parameter(torch.empty(2, 3))
+before = w  # keep a reference, to check it is the same object afterwards
+with torch.no_grad():
+    w.normal_()
+print(f"same object: {w is before} | is_leaf: {w.is_leaf} | requires_grad: {w.requires_grad}")
+print(f"version: 0 -> {w._version}")
+assert w is before and w.is_leaf and w.requires_grad and w._version == 1
+
+# %% [markdown]
+# `nn.init` does exactly this: its functions wrap the in-place op in `torch.no_grad()`.
+# Here is the source of the function behind `nn.init.normal_`, from the installed torch:
+
+# %%
+source = inspect.getsource(nn.init._no_grad_normal_)
+print(source)
+assert "with torch.no_grad():" in source and "tensor.normal_(" in source
+
+w = nn.Parameter(torch.empty(2, 3))
+nn.init.normal_(w)
+print("after nn.init.normal_: is_leaf", w.is_leaf, "| version", w._version)
+assert w.is_leaf and w._version == 1
+
+# %% [markdown]
+# An optimiser's `step()` updates the parameters in place the same way, under `torch.no_grad()`.
+# By hand, `d sum(w²) / dw = 2w = [2, 2]`, so one SGD step with `lr = 0.1` gives `1 - 0.1 · 2 = 0.8`.
+
+# %%
+w = nn.Parameter(torch.ones(2))
+(w**2).sum().backward()
+torch.optim.SGD([w], lr=0.1).step()
+print(w, "| is_leaf:", w.is_leaf, "| version:", w._version)
+assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w.is_leaf and w._version == 1
+
+# %% [markdown]
+# Why the counter matters: the same write made *after* `w` was used.
+# Under `no_grad` autograd sees it and refuses to compute a wrong gradient; through `.data` it cannot see it, and you get a wrong gradient with no error.
+# By hand, `d sum(w²) / dw = 2w` with the values the forward pass used: `[2, 2]` for `w = [1, 1]`.
+
+# %%
+w = nn.Parameter(torch.ones(2))
+loss = (w**2).sum()  # PowBackward0 saves w
+with torch.no_grad():
+    w.mul_(10)  # seen: version 0 -> 1
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    loss.backward()
+
+w = nn.Parameter(torch.ones(2))
+loss = (w**2).sum()
+w.data.mul_(10)  # not seen: version stays 0
+loss.backward()
+print("w.grad:", w.grad, "<- wrong: the values the forward pass used give [2, 2]")
+assert torch.equal(w.grad, torch.tensor([20.0, 20.0]))
+
+# %% [markdown]
+# ### Exercise 3 — initialise a parameter in place (3 points)
+#
+# Write `init_scaled_identity_(weight, scale)`: overwrite the existing 2-D parameter `weight` with `scale` times the identity (ones on the main diagonal, as `torch.eye(rows, cols)` gives), and return it.
+# For a (2, 3) weight and `scale = 0.5` the result is `[[0.5, 0, 0], [0, 0.5, 0]]`.
+# It must stay the same object (an optimiser holds a reference to it), in the same memory, a leaf that requires grad, and autograd must see the write: the tests check that `weight._version` went up, so a `.data` write fails.
+
+
+# %% nbgrader={"grade_id": "q3-answer", "solution": true}
+def init_scaled_identity_(weight: nn.Parameter, scale: float) -> nn.Parameter:
+    """Overwrites weight in place with scale * identity and returns the same object.
+
+    Args:
+        weight: A 2-D parameter, shape (rows, cols).
+        scale: The value on the main diagonal.
+
+    Returns:
+        weight itself, now holding scale * torch.eye(rows, cols).
+    """
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        nn.init.eye_(weight)
+        weight.mul_(scale)
+    return weight
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
+"""Checks init_scaled_identity_: values, same leaf object and memory, version bumped, gradient."""
+for device in devices():
+    weight = nn.Parameter(torch.full((2, 3), 7.0, device=device))
+    version, pointer = weight._version, weight.data_ptr()
+    result = init_scaled_identity_(weight, 0.5)
+    expected = torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]], device=device)
+    assert result is weight, "return the same Parameter object, do not make a new one"
+    assert torch.equal(weight.detach(), expected), f"weight should be {expected.tolist()}"
+    assert weight.data_ptr() == pointer, "write into weight's memory; do not assign .data"
+    assert_is_leaf(weight, name="weight")
+    assert_version(weight, version + 1, name="weight")
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(3)
+for device in devices():
+    for rows, cols in [(3, 3), (4, 2), (1, 5)]:
+        scale = float(torch.rand(1, generator=generator)) + 0.5
+        weight = nn.Parameter(torch.randn(rows, cols, generator=generator).to(device))
+        version, pointer = weight._version, weight.data_ptr()
+        result = init_scaled_identity_(weight, scale)
+        eye = torch.eye(rows, cols, device=device)
+        assert result is weight, "return the same Parameter object, do not make a new one"
+        assert isinstance(weight, nn.Parameter), "weight should still be an nn.Parameter"
+        assert torch.allclose(weight.detach(), scale * eye), (
+            f"weight should be {scale} * torch.eye({rows}, {cols})"
+        )
+        assert weight.data_ptr() == pointer, "write into weight's memory; do not assign .data"
+        assert_is_leaf(weight, name="weight")
+        assert_version(weight, version + 1, name="weight")
+        assert weight.grad is None, "initialising should not fill weight.grad"
+        # A forward and backward pass after the init: loss = sum((x @ weight.T) ** 2) / 2.
+        x = torch.randn(5, cols, generator=generator).to(device)
+        y = x @ weight.T
+        (y**2).sum().div(2).backward()
+        expected_y = x @ (scale * eye).T
+        assert_grad_close(weight.grad, expected_y.T @ x, name="weight.grad", atol=1e-5)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 9. Anomaly mode names the forward line
+#
+# A version error is raised in the backward pass, far from the line that caused it.
+# `torch.autograd.detect_anomaly()` records the forward traceback of every op; when backward fails, it warns with the traceback of the forward op whose backward failed.
+# It slows everything down: use it to debug, never to train.
+# The cell records the warnings to print them (and to check what they say); without that they print on their own.
+
+# %%
+x = torch.tensor([[1.0, 2.0]])
+w1 = torch.tensor([[2.0], [1.0]], requires_grad=True)
+w2 = torch.tensor([3.0], requires_grad=True)
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with torch.autograd.detect_anomaly():
+        d = x @ w1
+        f = d @ w2
+        d[:] = 0
+        with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+            f.backward()
+
+messages = [str(warning.message) for warning in caught]
+for message in messages:
+    lines = message.splitlines()
+    print("warning:", lines[0])
+    if len(lines) > 1:  # the forward traceback: keep the lines of this notebook cell
+        print("  ...\n" + "\n".join(lines[-3:]))
+assert any("Error detected in MvBackward0" in message for message in messages)
+assert any("f = d @ w2" in message for message in messages)
+
+# %% [markdown]
+# The warning names `MvBackward0`, the backward of `f = d @ w2`, and points to that line: the op that saved `d`.
+# The culprit is a write to one of its saved tensors made after that line (here `d[:] = 0`).
+# `draw(f)` before calling `backward()` shows the same thing in red.
+
+# %% [markdown]
+# ## 10. Backward twice
+#
+# `backward()` frees the saved tensors once it has used them, to save memory.
+# A second `backward()` through the same graph finds them gone.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+out = a.sigmoid()  # SigmoidBackward0 saves out
+out.sum().backward()
+with expect_error(RuntimeError, match="Trying to backward through the graph a second time"):
+    out.sum().backward()
+
+# %% [markdown]
+# The drawing shows the freed saved tensor in grey.
+
+# %%
+draw(out, names={"a": a, "out": out})
+
+# %% [markdown]
+# `retain_graph=True` keeps them for another pass.
+# Note that the gradients of the two passes *add up* in `a.grad`: by hand `d sigmoid(a) / da = σ(a)(1 - σ(a))`, and `a.grad` holds twice that.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+out = a.sigmoid()
+out.sum().backward(retain_graph=True)
+out.sum().backward()
+by_hand = a.detach().sigmoid() * (1 - a.detach().sigmoid())
+print("a.grad:", a.grad, "| 2 σ(a)(1 - σ(a)):", 2 * by_hand)
+assert torch.allclose(a.grad, 2 * by_hand)
+
+# %% [markdown]
+# Usually the better fix is to rebuild the graph: one forward pass per backward pass, as a training loop does.
+# Keeping a graph alive keeps its saved tensors in memory.
+# And when you do need two gradients from one graph, reset `.grad` between the passes (or use `torch.autograd.grad`, which returns the gradients without touching `.grad`).
+# Careful: `w.grad.zero_()` is itself an in-place write, to the very tensor you may have kept a reference to.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+a.sigmoid().sum().backward()
+first = a.grad  # a reference, not a copy
+a.grad.zero_()  # zeroes `first` too
+(a * a).sum().backward()  # a second loss: its gradient 2a goes into the same tensor
+print("first is a.grad:", first is a.grad, "| first:", first, "<- 2a, not σ(a)(1 - σ(a))")
+assert first is a.grad and torch.equal(first, 2 * a.detach())
+
+(first,) = torch.autograd.grad(a.sigmoid().sum(), a)  # a new tensor; a.grad untouched
+print("autograd.grad:", first, "| a.grad still:", a.grad)
+assert torch.allclose(first, by_hand) and torch.equal(a.grad, 2 * a.detach())
+
+# %% [markdown]
+# ### Exercise 4 — two gradients from one forward pass (2 points)
+#
+# Write `two_gradients(x, w)`: compute `h = torch.tanh(x @ w)` once, and return the gradients with respect to `w` of `h.sum()` and of `(h ** 2).sum()`, as two separate tensors.
+# By hand, with `s = 1 - h²`: the first is `xᵀ · s`, the second `xᵀ · (2h · s)`.
+# For `x = [[1, 2]]` and `w = [[0.5], [0]]`: `h = tanh(0.5) ≈ 0.4621`, the first gradient is `≈ [[0.7864], [1.5729]]` and the second `≈ [[0.7269], [1.4537]]`.
+# Leave `w` unchanged.
+# Watch out for the two traps of section 10: the freed graph, and gradients that add up.
+
+
+# %% nbgrader={"grade_id": "q4-answer", "solution": true}
+def two_gradients(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns d h.sum() / dw and d (h**2).sum() / dw for h = tanh(x @ w), one forward pass.
+
+    Args:
+        x: Inputs, shape (n, m).
+        w: Weights, a leaf that requires grad, shape (m, k).
+
+    Returns:
+        The two gradients, each of shape (m, k), as separate tensors.
+    """
+    ### BEGIN SOLUTION
+    h = torch.tanh(x @ w)
+    (first,) = torch.autograd.grad(h.sum(), w, retain_graph=True)
+    (second,) = torch.autograd.grad((h**2).sum(), w)
+    return first, second
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
+"""Checks two_gradients against the hand-derived gradients, on every device."""
+for device in devices():
+    x = torch.tensor([[1.0, 2.0]], device=device)
+    w = torch.tensor([[0.5], [0.0]], device=device, requires_grad=True)
+    first, second = two_gradients(x, w)
+    s = 1 - torch.tanh(torch.tensor(0.5)) ** 2
+    h = torch.tanh(torch.tensor(0.5))
+    assert_grad_close(first, torch.tensor([[1.0], [2.0]], device=device) * s, name="first")
+    assert_grad_close(
+        second, torch.tensor([[1.0], [2.0]], device=device) * 2 * h * s, name="second"
+    )
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(4)
+for device in devices():
+    for n, m, k in [(3, 4, 2), (5, 2, 3)]:
+        x = torch.randn(n, m, generator=generator).to(device)
+        w_start = torch.randn(m, k, generator=generator).to(device) / 2
+        w = w_start.clone().requires_grad_(True)
+        first, second = two_gradients(x, w)
+        h = torch.tanh(x @ w_start)
+        s = 1 - h**2
+        assert_grad_close(first, x.T @ s, name="first", atol=1e-5)
+        assert_grad_close(second, x.T @ (2 * h * s), name="second", atol=1e-5)
+        assert first is not second, "return two separate tensors"
+        assert torch.equal(w.detach(), w_start) and w._version == 0, "w should not change"
+        assert_is_leaf(w, name="w")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - `t._version` counts in-place writes; views (and `.detach()`) share it with their base, `.data` does not.
+# - A leaf that requires grad refuses in-place writes outright, `a[:] = 0` included.
+# - A tensor some node saved for backward may not be written before `backward()`: `draw()` shows it red, `backward()` raises.
+# - Writes to tensors no node saved are harmless; check the table of section 5, or `draw()`.
+# - Fixes: out of place, clone, reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
+# - `detect_anomaly()` points to the forward op; `retain_graph=True` allows a second backward, and gradients add up.
