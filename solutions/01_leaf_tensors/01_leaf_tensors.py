@@ -1,0 +1,780 @@
+# %% [markdown]
+# # 01 · Leaf tensors
+#
+# `backward()` writes gradients only into *leaf* tensors.
+# Most "my gradient is None" bugs come from a tensor you think is a leaf and is not.
+#
+# **What you will learn**
+#
+# - to tell a leaf from a non-leaf with `is_leaf`, `grad_fn` and `requires_grad`;
+# - why `.grad` is filled only on leaves;
+# - how `retain_grad()` or `torch.autograd.grad` give you an intermediate's gradient;
+# - why `eta = eta * 2` loses your `nn.Parameter`, and how to keep it;
+# - that a slice of a Parameter shares its memory, and how `clone()` copies it;
+# - to finish a tensor first (shape, dtype, device) and wrap it in `nn.Parameter` last.
+#
+# Run the cells from top to bottom.
+# The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+
+# %% nbgrader={"grade_id": "setup", "locked": true}
+import warnings
+
+import torch
+from torch import nn
+
+from autograd_pitfalls import (
+    assert_grad_close,
+    assert_is_leaf,
+    compare,
+    devices,
+    draw,
+    expect_error,
+)
+
+print(f"torch {torch.__version__}")
+
+# %% [markdown]
+# ## 1. Leaves and non-leaves
+#
+# A tensor that you create yourself is a leaf.
+# A tensor computed from something that requires grad is not a leaf.
+# It remembers the operation that made it in `grad_fn`.
+
+# %%
+a = torch.ones(2, 2, requires_grad=True)  # created by you
+b = a + 2  # made by an operation
+print(f"a: is_leaf={a.is_leaf}, grad_fn={a.grad_fn}")
+print(f"b: is_leaf={b.is_leaf}, grad_fn={b.grad_fn}")
+assert a.is_leaf and a.grad_fn is None
+assert not b.is_leaf and type(b.grad_fn).__name__ == "AddBackward0"
+
+# %% [markdown]
+# A tensor that does not require grad is a leaf by convention, even when an operation made it.
+# Autograd records nothing for it, so there is no `grad_fn` to point back to.
+# `detach()` also gives a leaf that does not require grad.
+
+# %%
+x = torch.zeros(3)  # requires_grad=False
+y = x * 2  # an operation, but nothing to record
+z = a.detach()
+for name, tensor in {"x": x, "y": y, "z": z}.items():
+    print(f"{name}: is_leaf={tensor.is_leaf}, requires_grad={tensor.requires_grad}")
+    assert tensor.is_leaf and not tensor.requires_grad and tensor.grad_fn is None
+
+# %% [markdown]
+# So `is_leaf` only matters for tensors that require grad.
+# For those, the rule is short: **a leaf has no `grad_fn`**.
+#
+# Older posts build a leaf with `w = torch.FloatTensor(10)` and then `w.requires_grad = True`.
+# That legacy constructor does not initialise the memory it allocates, like `torch.empty(10)`.
+# Its values are whatever was in that memory, so we do not print them.
+# Say what you mean instead: `torch.zeros(10, requires_grad=True)` or `torch.randn(...)`.
+
+# %%
+legacy = torch.FloatTensor(10)  # uninitialised values
+legacy.requires_grad = True
+clear = torch.zeros(10, requires_grad=True)
+print(f"legacy: dtype={legacy.dtype}, is_leaf={legacy.is_leaf}")
+print(f"clear:  dtype={clear.dtype}, is_leaf={clear.is_leaf}, values={clear.tolist()}")
+assert legacy.dtype == clear.dtype == torch.float32 and legacy.is_leaf and clear.is_leaf
+
+# %% [markdown]
+# ## 2. `.grad` lands on leaves only (a worked example)
+#
+# Take $b = a \cdot a$ and $\text{loss} = \sum_i 3 b_i = 3 \sum_i a_i^2$.
+# By hand: $\partial\,\text{loss} / \partial a_i = 6 a_i$.
+# For $a = [1, 2, 3]$ we expect $[6, 12, 18]$.
+# Build the graph and draw it before calling `backward()`.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+b = a * a
+loss = (3 * b).sum()
+draw(loss, names={"a": a, "b": b, "loss": loss})
+
+# %% [markdown]
+# Read the drawing from the top: `backward()` starts at `loss` and follows the arrows.
+# Only the leaf `a` (blue) hangs under an `AccumulateGrad` node: that node writes `a.grad`.
+# `b` has no box of its own: it is the output of the lower `MulBackward0`.
+# Its gradient passes through that node on the way to `a`, and is then dropped.
+# The orange boxes are what each node saved for backward.
+# The lower `MulBackward0` saved `a` twice (as `self` and `other`); the upper one saved the 3.
+
+# %%
+loss.backward()
+expected = 6 * a.detach()  # derived by hand: d loss / d a = 6 a
+print(compare("a.grad", a.grad, expected))
+assert torch.equal(a.grad, torch.tensor([6.0, 12.0, 18.0]))
+
+# %% [markdown]
+# Reading `.grad` of the non-leaf `b` gives `None`, and PyTorch warns.
+# We catch the warning to print its live text.
+# Older posts show it with a path ending in `TensorBody.h:475`; that line number moves.
+
+# %%
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    b_grad = b.grad
+print(f"b.grad = {b_grad}")
+print(f"{caught[0].category.__name__}: {caught[0].message}")
+assert b_grad is None and "not a leaf" in str(caught[0].message)
+
+# %% [markdown]
+# Why drop it?
+# Intermediate gradients are rarely needed.
+# Keeping one for every operation would cost as much memory as the activations.
+
+# %% [markdown]
+# ## 3. An intermediate's gradient: `retain_grad()` or `torch.autograd.grad`
+#
+# Call `retain_grad()` on the non-leaf **before** `backward()`.
+# Here $\partial\,\text{loss} / \partial b_i = 3$.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+b = a * a
+b.retain_grad()
+loss = (3 * b).sum()
+loss.backward()
+print(f"b.retains_grad={b.retains_grad}, b.is_leaf={b.is_leaf}, b.grad={b.grad}")
+assert not b.is_leaf and torch.equal(b.grad, torch.full((3,), 3.0))
+assert torch.equal(a.grad, torch.tensor([6.0, 12.0, 18.0]))  # a still gets its gradient
+
+# %% [markdown]
+# `torch.autograd.grad(loss, [b])` returns the gradient instead of storing it.
+# It writes no `.grad` at all, not even on the leaf `a`.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+b = a * a
+loss = (3 * b).sum()
+(dloss_db,) = torch.autograd.grad(loss, [b])
+print(f"d loss / d b = {dloss_db}, a.grad = {a.grad}")
+assert torch.equal(dloss_db, torch.full((3,), 3.0)) and a.grad is None
+
+# %% [markdown]
+# ### Exercise 1 — predict leaves and gradients (2 points)
+#
+# Read this snippet without running it:
+#
+# ```python
+# x = torch.randn(3)
+# w = torch.randn(3, requires_grad=True)
+# p = nn.Parameter(torch.randn(3))
+# m = x * 2
+# h = w * m
+# h.retain_grad()
+# s = p[:2]
+# d = w.detach()
+# loss = h.sum() + s.sum()
+# loss.backward()
+# ```
+#
+# Complete `predict_snippet()`.
+# For each of the eight names it returns a dict of three booleans:
+# `"is_leaf"` (`t.is_leaf`), `"has_grad_fn"` (`t.grad_fn is not None`),
+# and `"has_grad"` (`t.grad is not None` after `loss.backward()`).
+# For example, `"w"` maps to `{"is_leaf": True, "has_grad_fn": False, "has_grad": True}`.
+# The test runs the snippet and compares your predictions with what PyTorch says.
+# Its visible part checks `x`, `w` and `loss`; the grader checks all eight.
+
+
+# %% nbgrader={"grade_id": "q1-answer", "solution": true}
+def predict_snippet() -> dict[str, dict[str, bool]]:
+    """Predicts is_leaf, grad_fn and .grad for each tensor of the snippet above.
+
+    Returns:
+        A dict from each name ("x", "w", "p", "m", "h", "s", "d", "loss") to a dict with
+        the keys "is_leaf", "has_grad_fn" and "has_grad", each True or False.
+    """
+    ### BEGIN SOLUTION
+    leaf_without_grad = {"is_leaf": True, "has_grad_fn": False, "has_grad": False}
+    leaf_with_grad = {"is_leaf": True, "has_grad_fn": False, "has_grad": True}
+    return {
+        "x": leaf_without_grad,  # does not require grad: a leaf by convention
+        "w": leaf_with_grad,
+        "p": leaf_with_grad,  # a Parameter you created is a leaf
+        "m": leaf_without_grad,  # x * 2: nothing requires grad, nothing recorded
+        "h": {"is_leaf": False, "has_grad_fn": True, "has_grad": True},  # retain_grad()
+        "s": {"is_leaf": False, "has_grad_fn": True, "has_grad": False},  # a view, an op
+        "d": leaf_without_grad,  # detach(): a new leaf without requires_grad
+        "loss": {"is_leaf": False, "has_grad_fn": True, "has_grad": False},
+    }
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
+"""Checks predict_snippet() against the snippet run live on every device.
+
+Visible: the answer's shape, and the tensors x, w and loss. Hidden: every tensor.
+"""
+
+
+def _snippet_truth(device: torch.device) -> dict[str, dict[str, bool]]:
+    x = torch.randn(3, device=device)
+    w = torch.randn(3, device=device, requires_grad=True)
+    p = nn.Parameter(torch.randn(3, device=device))
+    m = x * 2
+    h = w * m
+    h.retain_grad()
+    s = p[:2]
+    d = w.detach()
+    loss = h.sum() + s.sum()
+    loss.backward()
+    tensors = {"x": x, "w": w, "p": p, "m": m, "h": h, "s": s, "d": d, "loss": loss}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns
+        return {
+            name: {
+                "is_leaf": t.is_leaf,
+                "has_grad_fn": t.grad_fn is not None,
+                "has_grad": t.grad is not None,
+            }
+            for name, t in tensors.items()
+        }
+
+
+def _check_predictions(predictions: dict, truth: dict, names: list[str]) -> None:
+    for name in names:
+        for key, actual in truth[name].items():
+            assert predictions[name][key] == actual, (
+                f"{name}: you predicted {key}={predictions[name][key]}, PyTorch says {actual}. "
+                "Look again at section 1 (leaves) and section 3 (retain_grad)."
+            )
+
+
+predictions = predict_snippet()
+assert set(predictions) == {"x", "w", "p", "m", "h", "s", "d", "loss"}, sorted(predictions)
+for name, row in predictions.items():
+    assert set(row) == {"is_leaf", "has_grad_fn", "has_grad"}, f"{name}: keys {sorted(row)}"
+    assert all(isinstance(value, bool) for value in row.values()), f"{name}: use True/False"
+for device in devices():
+    _check_predictions(predictions, _snippet_truth(device), ["x", "w", "loss"])
+### BEGIN HIDDEN TESTS
+for device in devices():
+    _check_predictions(predictions, _snippet_truth(device), sorted(predictions))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 2 — the gradient of an intermediate (2 points)
+#
+# Write `hidden_and_weight_grads(x, w)`.
+# It computes `hidden = torch.tanh(x @ w)` and `loss = (hidden ** 2).sum()`,
+# calls `loss.backward()` once, and returns `(d loss / d hidden, w.grad)`.
+# Keep `hidden` in the graph: a detached copy gives $2 \cdot \text{hidden}$ but no `w.grad`.
+#
+# Example: `x = [[1., 0.]]` and `w = [[0.5], [2.0]]` give `hidden = tanh(0.5) = 0.4621`.
+# Then `d loss / d hidden = 2 · hidden = [[0.9242]]`,
+# and `w.grad = [[0.9242 · (1 − 0.4621²)], [0.]] = [[0.7269], [0.]]`.
+
+
+# %% nbgrader={"grade_id": "q2-answer", "solution": true}
+def hidden_and_weight_grads(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Backpropagates loss = (tanh(x @ w) ** 2).sum() once; returns d loss / d hidden and w.grad.
+
+    Args:
+        x: Inputs, shape (n, k); does not require grad.
+        w: Weights, shape (k, m); a leaf that requires grad.
+
+    Returns:
+        (the gradient of loss w.r.t. hidden = tanh(x @ w), shape (n, m); w.grad, shape (k, m)).
+    """
+    ### BEGIN SOLUTION
+    hidden = torch.tanh(x @ w)
+    hidden.retain_grad()  # before backward(): keep this non-leaf's gradient
+    loss = (hidden**2).sum()
+    loss.backward()
+    return hidden.grad, w.grad
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 2}
+"""Checks both gradients against hand-derived ones on every device, after one backward()."""
+
+
+def _expected_grads(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    hidden = torch.tanh(x @ w.detach())
+    dhidden = 2 * hidden  # d (h ** 2) / d h
+    dw = x.T @ (dhidden * (1 - hidden**2))  # tanh' = 1 - tanh ** 2
+    return dhidden, dw
+
+
+for device in devices():
+    x = torch.tensor([[1.0, 0.0]], device=device)
+    w = torch.tensor([[0.5], [2.0]], device=device, requires_grad=True)
+    dhidden, w_grad = hidden_and_weight_grads(x, w)
+    expected_dhidden = torch.tensor([[0.9242]], device=device)
+    assert_grad_close(dhidden, expected_dhidden, name="d loss / d hidden", atol=1e-4)
+    assert_grad_close(
+        w.grad, torch.tensor([[0.7269], [0.0]], device=device), name="w.grad", atol=1e-4
+    )
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(2)
+for device in devices():
+    for n, k, m in [(5, 3, 2), (1, 4, 1), (3, 2, 6)]:
+        x = torch.randn(n, k, generator=generator).to(device)
+        w = torch.randn(k, m, generator=generator).to(device).requires_grad_()
+        dhidden, w_grad = hidden_and_weight_grads(x, w)
+        expected_dhidden, expected_dw = _expected_grads(x, w)
+        assert_grad_close(dhidden, expected_dhidden, name="d loss / d hidden")
+        assert_grad_close(w.grad, expected_dw, name="w.grad")
+        assert w_grad is w.grad, "return w.grad itself, the gradient backward() stored on w"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. Rebinding a Parameter: `eta = eta * 2`
+#
+# Older posts warn: "don't assign a variable to itself".
+# Here is what actually happens.
+# We keep a second name, `parameter`, on the Parameter, to look at it afterwards.
+
+# %%
+torch.manual_seed(0)
+eta = nn.Parameter(torch.rand(4))
+parameter = eta  # a second name on the same Parameter
+eta = eta * 2  # meant: "double eta"; does: bind the name eta to a new tensor
+print(f"eta:       {type(eta).__name__}, is_leaf={eta.is_leaf}, grad_fn={eta.grad_fn.name()}")
+print(f"parameter: {type(parameter).__name__}, is_leaf={parameter.is_leaf}")
+assert type(eta) is torch.Tensor and not eta.is_leaf and isinstance(parameter, nn.Parameter)
+draw(eta, names={"eta": eta, "parameter": parameter})
+
+# %% [markdown]
+# The drawing shows where the gradient will go.
+# `eta` (green) is now the output of `MulBackward0`: no node will write its `.grad`.
+# The `AccumulateGrad` one step down writes the `.grad` of the Parameter (blue).
+
+# %%
+eta.sum().backward()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    print(f"eta.grad = {eta.grad}")  # the non-leaf: None, with the warning
+print(f"warnings: {[caught_warning.category.__name__ for caught_warning in caught]}")
+print(f"parameter.grad = {parameter.grad}")
+assert len(caught) == 1 and torch.equal(parameter.grad, torch.full((4,), 2.0))
+
+# %% [markdown]
+# The gradient was not lost: it landed on the Parameter.
+# What was lost is your name for it.
+# Without the second name the Parameter is out of reach.
+# And an optimiser handed the new `eta` refuses it:
+
+# %%
+with expect_error(ValueError, match="non-leaf"):
+    torch.optim.SGD([eta], lr=0.1)
+
+# %% [markdown]
+# The fix: keep the Parameter's name and give the result another one.
+
+# %%
+eta = nn.Parameter(torch.rand(4))
+eta_doubled = eta * 2
+eta_doubled.sum().backward()
+print(f"eta.is_leaf={eta.is_leaf}, eta.grad={eta.grad}")
+assert eta.is_leaf and torch.equal(eta.grad, torch.full((4,), 2.0))
+
+# %% [markdown]
+# Inside an `nn.Module`, the same rebinding of an attribute is refused outright.
+# A registered Parameter can only be replaced by a Parameter (or `None`).
+
+
+# %%
+class Scaler(nn.Module):
+    """A module with one registered Parameter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.eta = nn.Parameter(torch.ones(4))
+
+
+scaler = Scaler()
+with expect_error(TypeError, match="cannot assign"):
+    scaler.eta = scaler.eta * 2
+
+# %% [markdown]
+# ### Exercise 3 — fix the rebinding bug (3 points)
+#
+# Just run the next cell: it defines a buggy function and shows what it returns.
+# The function should wrap `values` in a Parameter,
+# use it in `loss = ((scale * parameter) ** 2).sum()`,
+# and return the Parameter with its gradient.
+
+
+# %%
+def scaled_parameter_grad_buggy(
+    values: torch.Tensor, scale: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The buggy version: rebinds the Parameter's name."""
+    eta = nn.Parameter(values.clone())
+    eta = eta * scale
+    loss = (eta**2).sum()
+    loss.backward()
+    return eta, eta.grad
+
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    returned, returned_grad = scaled_parameter_grad_buggy(torch.tensor([1.0, -2.0, 3.0]), 2.0)
+print(f"returned: {returned}")
+print(f"gradient: {returned_grad}  ({len(caught)} warning about a non-leaf's .grad)")
+assert not returned.is_leaf and returned_grad is None and len(caught) == 1
+
+# %% [markdown]
+# Fix it in `scaled_parameter_grad` below: copy the body and change what needs changing.
+# By hand, $\text{loss} = \text{scale}^2 \sum_i \eta_i^2$.
+# So the gradient is $2\,\text{scale}^2\,\eta$.
+# For `values = [1., -2., 3.]` and `scale = 2.0`, return the Parameter holding `[1., -2., 3.]`
+# and its `.grad`, `[8., -16., 24.]`.
+# Leave the Parameter's values as they are (do not scale it in place), and leave `values` alone.
+
+
+# %% nbgrader={"grade_id": "q3-answer", "solution": true}
+def scaled_parameter_grad(values: torch.Tensor, scale: float) -> tuple[nn.Parameter, torch.Tensor]:
+    """Wraps values in a Parameter and backpropagates loss = ((scale * parameter) ** 2).sum().
+
+    Args:
+        values: The Parameter's initial values, any shape, on any device; not modified.
+        scale: The factor applied to the Parameter inside the loss.
+
+    Returns:
+        (parameter, parameter.grad): the leaf Parameter holding values (on values' device)
+        and the gradient backward() stored on it, 2 * scale**2 * values.
+    """
+    ### BEGIN SOLUTION
+    eta = nn.Parameter(values.clone())
+    scaled = eta * scale  # a new name for the result; eta stays the Parameter
+    loss = (scaled**2).sum()
+    loss.backward()
+    return eta, eta.grad
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
+"""Checks that scaled_parameter_grad returns the leaf Parameter and the gradient stored on it.
+
+On every device: a leaf nn.Parameter, still holding values, and .grad == 2 scale² values.
+"""
+for device in devices():
+    values = torch.tensor([1.0, -2.0, 3.0], device=device)
+    parameter, grad = scaled_parameter_grad(values, 2.0)
+    assert_is_leaf(parameter, name="the returned parameter")
+    assert isinstance(parameter, nn.Parameter), f"return the nn.Parameter, not a {type(parameter)}"
+    assert grad is parameter.grad, "return parameter.grad, the gradient stored on the Parameter"
+    assert torch.equal(parameter.detach(), values), "the Parameter should still hold values"
+    assert_grad_close(grad, torch.tensor([8.0, -16.0, 24.0], device=device), name="parameter.grad")
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(3)
+for device in devices():
+    for shape, scale in [((2, 3), -0.5), ((5,), 3.0), ((1,), 1.0)]:
+        values = torch.randn(shape, generator=generator).to(device)
+        before = values.clone()
+        parameter, grad = scaled_parameter_grad(values, scale)
+        assert_is_leaf(parameter, name="the returned parameter")
+        assert isinstance(parameter, nn.Parameter), "return the nn.Parameter"
+        assert parameter.device == values.device, f"the Parameter is on {parameter.device}"
+        assert grad is parameter.grad, "return parameter.grad, the gradient stored on it"
+        assert torch.equal(values, before), "values was modified"
+        assert torch.equal(parameter.detach(), before), "the Parameter should still hold values"
+        assert_grad_close(grad, 2 * scale**2 * before, name="parameter.grad")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. A slice of a Parameter is a view: it shares memory
+#
+# `v1[:4]` copies nothing.
+# It is a *view*: a new tensor object that looks at the memory of `v1`.
+# An operation made it (`SliceBackward0`), so it is not a leaf.
+
+# %%
+v1 = nn.Parameter(torch.arange(10.0))
+a = v1[:4]
+print(f"a: is_leaf={a.is_leaf}, grad_fn={a.grad_fn.name()}, a._base is v1: {a._base is v1}")
+print(f"same memory: {a.data_ptr() == v1.data_ptr()}")
+assert not a.is_leaf and a._base is v1 and a.data_ptr() == v1.data_ptr()
+
+# %% [markdown]
+# So writing into `a` writes into `v1`.
+# Older posts show this with `a.data.copy_(...)`:
+
+# %%
+returned = a.data.copy_(torch.tensor([-1.0, -2.0, -3.0, -4.0]))
+print(f"a.data.copy_ returned {returned}")
+print(v1)
+assert torch.equal(v1.detach()[:4], torch.tensor([-1.0, -2.0, -3.0, -4.0]))
+assert returned.grad_fn is None and v1._version == 0
+
+# %% [markdown]
+# The Parameter changed, and its version counter `_version` is still 0.
+# A write through `.data` is hidden from autograd; notebook 02 shows why that matters.
+# Older posts print `grad_fn=<SliceBackward0>` on the value that `a.data.copy_` returns.
+# On current PyTorch it returns `a.data`, which has no `grad_fn`.
+#
+# Without `.data`, autograd refuses the write while it is recording:
+
+# %%
+with expect_error(RuntimeError, match="view of a leaf Variable that requires grad"):
+    a.copy_(torch.zeros(4))
+
+# %% [markdown]
+# `clone()` makes a copy with its own memory.
+# The copy is still in the graph (`CloneBackward0`): gradients flow through it into the Parameter.
+# The copy is not a leaf, so an in-place write to it is allowed, and it leaves `v2` alone.
+
+# %%
+v2 = nn.Parameter(torch.arange(10.0))
+b = v2[:4].clone()
+b.add_(100)  # b = [100, 101, 102, 103]; v2 is untouched
+print(f"b = {b}")
+print(f"v2 = {v2}")
+assert b.data_ptr() != v2.data_ptr() and torch.equal(v2.detach(), torch.arange(10.0))
+loss = (b**2).sum()
+draw(loss, names={"v2": v2, "b": b, "loss": loss})
+
+# %% [markdown]
+# From `loss` the arrows go through `PowBackward0`, `AddBackward0` (the in-place `add_`),
+# `CloneBackward0` and `SliceBackward0`, down to the `AccumulateGrad` of `v2`.
+# `PowBackward0` saved `b` after the `add_` (version 1), so `backward()` will accept it.
+# By hand: $\partial\,\text{loss} / \partial v2_i = 2 b_i$ for $i < 4$, and $0$ elsewhere.
+# So we expect $[200, 202, 204, 206, 0, \dots, 0]$.
+
+# %%
+loss.backward()
+expected = torch.zeros(10)
+expected[:4] = 2 * b.detach()
+print(compare("v2.grad", v2.grad, expected))
+assert torch.equal(v2.grad, expected)
+
+# %% [markdown]
+# `v2[:4].detach().clone()` (or `.data.clone()`) also has its own memory.
+# But it has left the graph: no gradient can reach `v2` through it.
+
+# %%
+cut = v2[:4].detach().clone()
+print(f"cut: requires_grad={cut.requires_grad}, grad_fn={cut.grad_fn}")
+assert not cut.requires_grad and cut.grad_fn is None
+
+# %% [markdown]
+# ### Exercise 4 — an independent copy of a slice (3 points)
+#
+# Write `independent_prefix(param, k)`.
+# It returns the first `k` entries of the 1-D Parameter `param` as a tensor that
+# (1) has its own memory: writing to it leaves `param` unchanged, and
+# (2) is still connected to `param`: a loss computed from it sends a gradient into `param.grad`.
+#
+# Example: take `param = nn.Parameter(torch.tensor([1., 2., 3., 4., 5.]))` and `k = 2`.
+# The result prints as `tensor([1., 2.], grad_fn=<CloneBackward0>)`.
+# After `independent_prefix(param, 2).sum().backward()`, `param.grad` is `[1., 1., 0., 0., 0.]`.
+
+
+# %% nbgrader={"grade_id": "q4-answer", "solution": true}
+def independent_prefix(param: nn.Parameter, k: int) -> torch.Tensor:
+    """Returns param[:k] as a copy with its own memory, through which gradients reach param.
+
+    Args:
+        param: A 1-D Parameter with at least k entries.
+        k: How many leading entries to copy.
+
+    Returns:
+        A tensor of shape (k,) on param's device, equal to param[:k], that shares no memory
+        with param and has param in its backward graph.
+    """
+    ### BEGIN SOLUTION
+    return param[:k].clone()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
+"""Checks independent_prefix on every device.
+
+The copy's values; writing to the copy leaves the Parameter unchanged; a loss computed from
+the copy sends the right gradient into the Parameter.
+"""
+
+
+def _check_prefix(param: nn.Parameter, k: int, weights: torch.Tensor) -> None:
+    before = param.detach().clone()
+    copy = independent_prefix(param, k)
+    assert torch.equal(copy.detach(), before[:k]), f"expected the values {before[:k].tolist()}"
+    with torch.no_grad():
+        copy.fill_(123.0)  # write to the copy
+    assert torch.equal(param.detach(), before), (
+        "writing to the copy changed the Parameter: a slice is a view of the same memory; "
+        "copy it with clone()."
+    )
+    copy = independent_prefix(param, k)
+    assert copy.requires_grad and copy.grad_fn is not None, (
+        "the copy has left the graph (no grad_fn), so no gradient can reach the Parameter: "
+        ".detach() and .data cut the graph; clone() keeps it."
+    )
+    (copy * weights).sum().backward()
+    expected = torch.zeros_like(before)
+    expected[:k] = weights
+    assert_grad_close(param.grad, expected, name="param.grad")
+
+
+for device in devices():
+    param = nn.Parameter(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=device))
+    _check_prefix(param, 2, torch.ones(2, device=device))
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(4)
+for device in devices():
+    for size, k in [(10, 4), (7, 1), (6, 6)]:
+        param = nn.Parameter(torch.randn(size, generator=generator).to(device))
+        weights = torch.randn(k, generator=generator).to(device)
+        _check_prefix(param, k, weights)
+        copy = independent_prefix(param, k)
+        assert copy.device == param.device, f"the copy is on {copy.device}"
+        assert copy.untyped_storage().data_ptr() != param.untyped_storage().data_ptr(), (
+            "the copy shares memory with the Parameter: copy it with clone()"
+        )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. Create, then wrap
+#
+# `nn.Parameter(...)` makes a leaf.
+# Any operation *after* wrapping (a reshape, a new dtype or device) returns a new non-leaf.
+# The Parameter is left behind, with no name.
+
+# %%
+torch.manual_seed(0)
+T = nn.Parameter(torch.randn(12, 1)).view(3, 4)
+print(f"T: {type(T).__name__}, is_leaf={T.is_leaf}, grad_fn={T.grad_fn.name()}")
+assert type(T) is torch.Tensor and not T.is_leaf
+draw(T.sum(), names={"T": T})
+
+# %% [markdown]
+# The drawing shows a leaf with no name, of shape `(12, 1)`, below `ViewBackward0`.
+# That Parameter does receive the gradient, but no name of yours points at it.
+# `T.grad` stays `None`.
+# The gradient sits on the Parameter that the view `T` was made from, `T._base`.
+
+# %%
+T.sum().backward()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    t_grad = T.grad
+print(f"T.grad = {t_grad}  ({len(caught)} warning about a non-leaf's .grad)")
+base = T._base
+print(f"T._base: {type(base).__name__} {tuple(base.shape)}, grad = {base.grad.flatten()}")
+assert t_grad is None and len(caught) == 1 and torch.equal(base.grad, torch.ones(12, 1))
+
+# %% [markdown]
+# In a module it is worse: the attribute is a plain tensor, so the module registers nothing.
+# The optimiser then has nothing to train:
+
+# %%
+layer = nn.Module()
+layer.weight = nn.Parameter(torch.randn(12, 1)).view(3, 4)
+print(f"registered parameters: {list(layer.parameters())}")
+with expect_error(ValueError, match="empty parameter list"):
+    torch.optim.SGD(layer.parameters(), lr=0.1)
+
+# %% [markdown]
+# The fix: finish the tensor first, wrap it last.
+
+# %%
+k = torch.randn(12, 1).view(3, 4)
+kp = nn.Parameter(k)
+kp.sum().backward()
+layer = nn.Module()
+layer.weight = kp
+print(f"kp: is_leaf={kp.is_leaf}, grad={kp.grad}")
+print(f"registered: {[name for name, _ in layer.named_parameters()]}")
+assert kp.is_leaf and torch.equal(kp.grad, torch.ones(3, 4))
+assert [name for name, _ in layer.named_parameters()] == ["weight"]
+
+# %% [markdown]
+# A new dtype or device after wrapping does the same.
+# `.to()` returns the tensor itself when nothing changes.
+# When it must copy (another dtype here, another device on a GPU machine) it returns a non-leaf.
+# So `nn.Parameter(x).to(device)` can pass on a CPU and break on a GPU.
+# Create the tensor on its device, then wrap.
+
+# %%
+p = nn.Parameter(torch.randn(3))
+print(f"p.to('cpu') is p: {p.to('cpu') is p}")
+p64 = p.to(torch.float64)
+print(f"p.to(torch.float64): is_leaf={p64.is_leaf}, grad_fn={p64.grad_fn.name()}")
+assert p.to("cpu") is p and not p64.is_leaf
+
+# %% [markdown]
+# ### Exercise 5 — make a weight the right way (3 points)
+#
+# Write `make_weight(rows, cols, device)`.
+# Start from this column of values, shape `(rows * cols, 1)`:
+#
+# ```python
+# torch.linspace(-1.0, 1.0, rows * cols, device=device).unsqueeze(1)
+# ```
+#
+# Lay it out row by row as shape `(rows, cols)`.
+# Return it as an `nn.Parameter` that is a leaf on `device`.
+# Example: `make_weight(2, 3, "cpu")` holds `[[-1.0, -0.6, -0.2], [0.2, 0.6, 1.0]]`.
+# The test then computes `loss = (x @ W).sum()`.
+# Its gradient, by hand, is `W.grad[i, j] = x[:, i].sum()`.
+
+
+# %% nbgrader={"grade_id": "q5-answer", "solution": true}
+def make_weight(rows: int, cols: int, device: torch.device | str) -> nn.Parameter:
+    """Returns a (rows, cols) leaf Parameter on device: linspace(-1, 1, rows * cols) row by row.
+
+    Args:
+        rows: Number of rows.
+        cols: Number of columns.
+        device: Where the Parameter lives.
+
+    Returns:
+        The Parameter, a leaf that requires grad.
+    """
+    ### BEGIN SOLUTION
+    column = torch.linspace(-1.0, 1.0, rows * cols, device=device).unsqueeze(1)  # (rows*cols, 1)
+    return nn.Parameter(column.view(rows, cols))  # reshape first, wrap last
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q5-tests", "grade": true, "locked": true, "points": 3}
+"""Checks make_weight on every device.
+
+A leaf nn.Parameter of the right shape, device and values, whose .grad backward() fills.
+"""
+
+
+def _check_weight(rows: int, cols: int, device: torch.device, x: torch.Tensor) -> None:
+    weight = make_weight(rows, cols, device)
+    assert_is_leaf(weight, name="make_weight(...)")
+    assert isinstance(weight, nn.Parameter), f"return an nn.Parameter, not a {type(weight)}"
+    assert weight.shape == (rows, cols), f"shape {tuple(weight.shape)}, expected {(rows, cols)}"
+    assert weight.device.type == device.type, f"the weight is on {weight.device}, not {device}"
+    expected = torch.linspace(-1.0, 1.0, rows * cols).view(rows, cols).to(device)
+    assert torch.allclose(weight.detach(), expected, atol=1e-6), f"values {weight.tolist()}"
+    (x @ weight).sum().backward()
+    # By hand: d/dW[i, j] of sum_{n, j} (x @ W)[n, j] is sum_n x[n, i].
+    assert_grad_close(weight.grad, x.sum(0).unsqueeze(1).expand(rows, cols), name="weight.grad")
+
+
+generator = torch.Generator().manual_seed(5)
+for device in devices():
+    _check_weight(2, 3, device, torch.randn(4, 2, generator=generator).to(device))
+### BEGIN HIDDEN TESTS
+for device in devices():
+    for rows, cols in [(3, 4), (1, 5), (5, 1), (4, 4)]:
+        _check_weight(rows, cols, device, torch.randn(3, rows, generator=generator).to(device))
+    module = nn.Module()
+    module.weight = make_weight(3, 4, device)
+    assert [name for name, _ in module.named_parameters()] == ["weight"], (
+        "a module does not register the weight: it is not an nn.Parameter"
+    )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - A tensor that requires grad is a leaf exactly when it has no `grad_fn`.
+# - Tensors that do not require grad are leaves by convention.
+# - `backward()` fills `.grad` on leaves only.
+# - For an intermediate, call `retain_grad()` before `backward()`, or use `torch.autograd.grad`.
+# - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your way to it.
+#   Give the result another name.
+# - A slice is a view of the same memory.
+#   `clone()` gives it its own memory and keeps the gradient path; `.detach().clone()` cuts it.
+# - Reshape, cast and move first; wrap in `nn.Parameter` last.
