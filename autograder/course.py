@@ -17,6 +17,8 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
+from autograder.feedback import feedback_config
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Started in every kernel that nbgrader runs: a warning PyTorch prints while a correct
@@ -39,6 +41,7 @@ def nbgrader_config(cell_timeout: int = 120) -> Config:
     # Encrypt kernel traffic (the kernel warns on stderr about plain TCP otherwise).
     config.KernelManager.transport_encryption = "auto"
     config.Execute.extra_arguments = [f"--IPKernelApp.exec_lines={[KERNEL_STARTUP]!r}"]
+    config.merge(feedback_config())
     return config
 
 

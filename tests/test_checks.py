@@ -16,6 +16,7 @@ from autograd_pitfalls import (
     compare,
     devices,
     expect_error,
+    expect_warning,
     explain,
 )
 from autograd_pitfalls.checks import show_warnings_on_stdout
@@ -144,3 +145,28 @@ def test_show_warnings_on_stdout_keeps_warnings_off_stderr(capsys):
     captured = capsys.readouterr()
     assert "UserWarning" in captured.out and "not a leaf" in captured.out
     assert captured.err == ""
+
+
+def test_expect_warning_prints_the_live_warning_and_yields_them(capsys):
+    b = torch.ones(2, requires_grad=True) * 2
+    with expect_warning(UserWarning, match="not a leaf") as caught:
+        assert b.grad is None
+    assert len(caught) == 1
+    assert capsys.readouterr().out.startswith("UserWarning: The .grad attribute of a Tensor")
+
+
+def test_expect_warning_fails_without_a_matching_warning():
+    with (
+        pytest.raises(AssertionError, match="expected a UserWarning matching 'leaf'"),
+        expect_warning(UserWarning, match="leaf"),
+    ):
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    with pytest.raises(AssertionError, match="no warning"), expect_warning():
+        pass
+
+
+def test_expect_warning_shortens_long_warnings(capsys):
+    with expect_warning(UserWarning):
+        warnings.warn("head\n" + "\n".join(f"line {i}" for i in range(20)), stacklevel=1)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "UserWarning: head" and printed[1] == "  ..." and len(printed) == 6
