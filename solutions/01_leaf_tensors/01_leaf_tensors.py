@@ -29,6 +29,7 @@ from autograd_pitfalls import (
     devices,
     draw,
     expect_error,
+    expect_warning,
 )
 
 print(f"torch {torch.__version__}")
@@ -108,16 +109,14 @@ assert torch.equal(a.grad, torch.tensor([6.0, 12.0, 18.0]))
 
 # %% [markdown]
 # Reading `.grad` of the non-leaf `b` gives `None`, and PyTorch warns.
-# We catch the warning to print its live text.
+# `expect_warning` records the warning, prints its live text, and fails if it is not issued.
 # Older posts show it with a path ending in `TensorBody.h:475`; that line number moves.
 
 # %%
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
+with expect_warning(UserWarning, match="not a leaf"):
     b_grad = b.grad
 print(f"b.grad = {b_grad}")
-print(f"{caught[0].category.__name__}: {caught[0].message}")
-assert b_grad is None and "not a leaf" in str(caught[0].message)
+assert b_grad is None
 
 # %% [markdown]
 # Why drop it?
@@ -345,12 +344,12 @@ draw(eta, names={"eta": eta, "parameter": parameter})
 
 # %%
 eta.sum().backward()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    print(f"eta.grad = {eta.grad}")  # the non-leaf: None, with the warning
-print(f"warnings: {[caught_warning.category.__name__ for caught_warning in caught]}")
+with expect_warning(UserWarning, match="not a leaf") as caught:
+    eta_grad = eta.grad  # the non-leaf: None, with the warning
+print(f"eta.grad = {eta_grad}")
 print(f"parameter.grad = {parameter.grad}")
-assert len(caught) == 1 and torch.equal(parameter.grad, torch.full((4,), 2.0))
+assert eta_grad is None and len(caught) == 1
+assert torch.equal(parameter.grad, torch.full((4,), 2.0))
 
 # %% [markdown]
 # The gradient was not lost: it landed on the Parameter.
@@ -411,11 +410,10 @@ def scaled_parameter_grad_buggy(
     return eta, eta.grad
 
 
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
+with expect_warning(UserWarning, match="not a leaf") as caught:
     returned, returned_grad = scaled_parameter_grad_buggy(torch.tensor([1.0, -2.0, 3.0]), 2.0)
 print(f"returned: {returned}")
-print(f"gradient: {returned_grad}  ({len(caught)} warning about a non-leaf's .grad)")
+print(f"gradient: {returned_grad}")
 assert not returned.is_leaf and returned_grad is None and len(caught) == 1
 
 # %% [markdown]
@@ -650,10 +648,9 @@ draw(T.sum(), names={"T": T})
 
 # %%
 T.sum().backward()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
+with expect_warning(UserWarning, match="not a leaf") as caught:
     t_grad = T.grad
-print(f"T.grad = {t_grad}  ({len(caught)} warning about a non-leaf's .grad)")
+print(f"T.grad = {t_grad}")
 base = T._base
 print(f"T._base: {type(base).__name__} {tuple(base.shape)}, grad = {base.grad.flatten()}")
 assert t_grad is None and len(caught) == 1 and torch.equal(base.grad, torch.ones(12, 1))
