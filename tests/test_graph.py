@@ -12,7 +12,7 @@ import graphviz
 import pytest
 import torch
 
-from autograd_pitfalls import draw, to_dot
+from autograd_pitfalls import InplaceLog, draw, to_dot, track_inplace
 from autograd_pitfalls.checks import devices
 from autograd_pitfalls.graph import GraphDrawing
 from autograd_pitfalls.walk import walk_graph
@@ -42,7 +42,7 @@ def stale_matmul(device: torch.device) -> Graph:
     w2 = torch.tensor([3.0], device=device, requires_grad=True)
     d = x @ w1
     f = d @ w2
-    d[:] = 0
+    d[:] = 0  # the write
     return (f,), {"x": x, "w1": w1, "w2": w2, "d": d, "f": f}
 
 
@@ -252,6 +252,26 @@ def test_walk_graph_walks_deep_chain_without_recursion() -> None:
     assert to_dot(x).count("MulBackward0") == 20_000
 
 
+def test_walk_graph_names_a_leaf_only_after_itself() -> None:
+    w = torch.ones(2, requires_grad=True)
+    twin = w.detach().requires_grad_()  # the same memory, but another leaf
+    [leaf] = walk_graph((twin * 2).sum(), names={"w": w}).leaves
+    assert leaf.name is None
+    [leaf] = walk_graph((w * 2).sum(), names={"w_alias": w.detach(), "w": w}).leaves
+    assert leaf.name == "w"  # identity first
+
+
+@DEVICES
+def test_walk_graph_finds_the_write_recorded_by_track_inplace(device: torch.device) -> None:
+    with track_inplace() as log:
+        (f,), names = stale_matmul(device)
+    [stale] = walk_graph(f, names=names, writes=log).stale()
+    assert stale.write is not None
+    assert (stale.write.op, stale.write.version) == ("fill_", 1)
+    assert stale.write.code == "d[:] = 0  # the write"
+    assert walk_graph(f, names=names).stale()[0].write is None
+
+
 def test_walk_graph_rejects_non_tensors() -> None:
     with pytest.raises(TypeError, match="expects tensors, got list"):
         walk_graph([1.0])  # type: ignore[arg-type]
@@ -272,6 +292,21 @@ def test_draw_changes_no_version_and_backward_still_works(device: torch.device) 
     y.backward()
     torch.testing.assert_close(names["a"].grad, torch.tensor([3.0, 4.0], device=device))
     torch.testing.assert_close(names["b"].grad, torch.tensor([1.0, 2.0], device=device))
+
+
+@DEVICES
+def test_draw_names_the_line_that_made_a_saved_tensor_stale(device: torch.device) -> None:
+    with track_inplace():
+        (f,), names = stale_matmul(device)
+    line = next(
+        n
+        for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "# the write" in text
+    )
+    dot = to_dot(f, names=names)  # the latest track_inplace() block's writes, by default
+    assert f"modified in place by fill_\\nat test_graph.py:{line}: d[:] = 0  # the write" in dot
+    assert "n1 [label=MvBackward0 color=red" in dot  # the node backward() stops at
+    assert "modified in place\\nat" not in to_dot(f, names=names, writes=InplaceLog())
 
 
 def test_draw_labels_unnamed_tensors_and_leaf_outputs() -> None:

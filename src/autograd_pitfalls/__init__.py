@@ -1,4 +1,4 @@
-"""Helpers for the autograd-pitfalls course: draw autograd graphs, check exercises."""
+"""Helpers for the autograd-pitfalls course: draw and diagnose autograd graphs, check exercises."""
 
 from autograd_pitfalls.checks import (
     assert_grad_close,
@@ -7,20 +7,28 @@ from autograd_pitfalls.checks import (
     compare,
     devices,
 )
+from autograd_pitfalls.diagnose import Finding, Report, diagnose
 from autograd_pitfalls.errors import expect_error, expect_warning
 from autograd_pitfalls.graph import draw, to_dot
 from autograd_pitfalls.pitfalls import PITFALLS, explain
+from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace
 
 __all__ = [
     "PITFALLS",
+    "Finding",
+    "InplaceLog",
+    "InplaceWrite",
+    "Report",
     "assert_grad_close",
     "assert_is_leaf",
     "assert_version",
     "compare",
     "devices",
+    "diagnose",
     "draw",
     "expect_error",
     "expect_warning",
     "explain",
     "to_dot",
+    "track_inplace",
 ]

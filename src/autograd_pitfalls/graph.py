@@ -2,9 +2,11 @@
 
 Like torchviz's ``make_dot(..., show_saved=True)``, but it also draws the graphs torchviz
 crashes on: a saved tensor modified in place (stale) is drawn red with the version it was
-saved at and the version it has now, and one released by a previous ``backward()`` is
-drawn as freed. Node names follow traversal order, so the DOT text is the same every time
-and can be snapshot-tested.
+saved at and the version it has now, with the line that modified it when
+``track_inplace()`` recorded it, and one released by a previous ``backward()`` is drawn as
+freed. The drawing is made from ``walk_graph``'s analysis, the one ``diagnose`` reports
+from. Node names follow traversal order, so the DOT text is the same every time and can be
+snapshot-tested.
 
 Arrows follow the gradient: from the output at the top, through each ``grad_fn``, down to
 the ``AccumulateGrad`` nodes that write the leaves' ``.grad``.
@@ -12,13 +14,17 @@ the ``AccumulateGrad`` nodes that write the leaves' ``.grad``.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import graphviz
 import torch
 
+from autograd_pitfalls.track import InplaceLog, InplaceWrite, latest_log
 from autograd_pitfalls.walk import (
+    AutogradGraph,
     LeafInfo,
     NodeInfo,
     OutputInfo,
@@ -26,7 +32,7 @@ from autograd_pitfalls.walk import (
     walk_graph,
 )
 
-__all__ = ["GraphDrawing", "draw", "to_dot"]
+__all__ = ["GraphDrawing", "draw", "draw_graph", "to_dot"]
 
 # torchviz's look, so pictures in the course match the ones learners find online.
 _NODE_ATTR = {
@@ -39,12 +45,14 @@ _NODE_ATTR = {
 _OUTPUT = {"fillcolor": "darkolivegreen1"}
 _CUT = {"fillcolor": "lightyellow", "color": "darkorange3", "style": "filled,dashed"}
 _OP = {"fillcolor": "lightgrey"}
+_OP_STALE = {"fillcolor": "lightgrey", "color": "red", "penwidth": "2"}  # backward() stops here
 _LEAF = {"fillcolor": "lightblue"}
 _SAVED = {"fillcolor": "orange"}
 _STALE = {"fillcolor": "#ffcccc", "color": "red", "fontcolor": "red", "penwidth": "2"}
 _FREED = {"fillcolor": "grey95", "color": "grey50", "fontcolor": "grey40", "style": "filled,dashed"}
 _UNCHECKED = {"fillcolor": "orange", "style": "filled,dashed"}
 _SAVED_EDGE = {"style": "dashed", "dir": "none"}
+_CODE_WIDTH = 48  # characters of the modifying line shown in a box
 
 _NO_DOT = (
     "Cannot draw the graph: the graphviz program `dot` is not installed "
@@ -67,31 +75,55 @@ class GraphDrawing(graphviz.Digraph):
     ) -> dict[str, bytes | str]:
         try:
             return super()._repr_mimebundle_(include, exclude, **kwargs)
-        except graphviz.ExecutableNotFound:
-            reason = _NO_DOT
-        except graphviz.CalledProcessError as error:
-            reason = f"Cannot draw the graph: the graphviz program `dot` failed ({error})."
+        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as error:
+            reason = _why_not_drawn(error)
         return {
             "text/plain": f"{reason}\nThe graph in DOT:\n{self.source}",
             "text/markdown": f"{reason}\n\nThe graph in DOT:\n\n```dot\n{self.source}```\n",
         }
 
+    def svg_html(self) -> str:
+        """The drawing as an ``<svg>`` element to put in HTML, or a paragraph saying why not.
 
-def draw(*tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None) -> GraphDrawing:
+        Returns:
+            The SVG without its XML prolog, or ``<p><i>reason</i></p>`` when the ``dot``
+            program is missing or fails.
+        """
+        try:
+            svg = self.pipe(format="svg", encoding="utf-8")
+        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as error:
+            return f"<p><i>{html.escape(_why_not_drawn(error))}</i></p>"
+        return svg[svg.find("<svg") :]
+
+
+def _why_not_drawn(error: Exception) -> str:
+    if isinstance(error, graphviz.ExecutableNotFound):
+        return _NO_DOT
+    return f"Cannot draw the graph: the graphviz program `dot` failed ({error})."
+
+
+def draw(
+    *tensors: torch.Tensor,
+    names: Mapping[str, torch.Tensor] | None = None,
+    writes: InplaceLog | None = None,
+) -> GraphDrawing:
     """Draws the backward graph below ``tensors``, with the tensors saved for backward.
 
     Green: the outputs. Grey: the ``grad_fn`` nodes. Light blue: the leaves, under the
     ``AccumulateGrad`` node that fills their ``.grad``. Orange, on a dashed line: the
     tensors each node saved for backward, with the version they were saved at and the
-    version they have now. Red: a saved tensor modified in place since (backward() will
-    raise). Grey dashed: a saved tensor freed by a previous backward(). Yellow dashed: an
-    output with no ``grad_fn``, cut off from any graph.
+    version they have now. Red: a saved tensor modified in place since, with the line
+    that did it when ``track_inplace()`` recorded it, and the node that saved it
+    (backward() will raise there). Grey dashed: a saved tensor freed by a previous
+    backward(). Yellow dashed: an output with no ``grad_fn``, cut off from any graph.
 
     Drawing changes nothing: no tensor is modified and backward() is not called.
 
     Args:
         *tensors: The outputs to draw from, usually the loss.
         names: Optional names for the boxes, for example ``{"w": w, "loss": loss}``.
+        writes: The in-place writes to name lines from; by default those of the latest
+            ``track_inplace()`` block.
 
     Returns:
         The graph; a notebook cell that ends with it displays it. Without the ``dot``
@@ -101,7 +133,19 @@ def draw(*tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None
         >>> a = torch.ones(2, requires_grad=True)
         >>> draw((a * a).sum(), names={"a": a})  # doctest: +SKIP
     """
-    graph = walk_graph(*tensors, names=names)
+    log = writes if writes is not None else latest_log()
+    return draw_graph(walk_graph(*tensors, names=names, writes=log))
+
+
+def draw_graph(graph: AutogradGraph) -> GraphDrawing:
+    """Draws a graph already described by ``walk_graph`` (see :func:`draw` for the colours).
+
+    Args:
+        graph: The result of ``walk_graph``.
+
+    Returns:
+        The drawing.
+    """
     drawing = GraphDrawing(node_attr=_NODE_ATTR)
     for output in graph.outputs:
         _add_output(drawing, output)
@@ -110,17 +154,23 @@ def draw(*tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None
     return drawing
 
 
-def to_dot(*tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None) -> str:
+def to_dot(
+    *tensors: torch.Tensor,
+    names: Mapping[str, torch.Tensor] | None = None,
+    writes: InplaceLog | None = None,
+) -> str:
     """Returns the DOT text of :func:`draw`'s graph; needs no ``dot`` program.
 
     Args:
         *tensors: The outputs to draw from, usually the loss.
         names: Optional names for the boxes, for example ``{"w": w, "loss": loss}``.
+        writes: The in-place writes to name lines from; by default those of the latest
+            ``track_inplace()`` block.
 
     Returns:
         The graph in the DOT language, the same text for the same graph every time.
     """
-    return draw(*tensors, names=names).source
+    return draw(*tensors, names=names, writes=writes).source
 
 
 def _add_output(drawing: graphviz.Digraph, output: OutputInfo) -> None:
@@ -142,7 +192,8 @@ def _add_output(drawing: graphviz.Digraph, output: OutputInfo) -> None:
 
 
 def _add_node(drawing: graphviz.Digraph, node: NodeInfo) -> None:
-    drawing.node(node.id, _label(node.name), **_OP)
+    stale = any(saved.state == "stale" for saved in node.saved)
+    drawing.node(node.id, _label(node.name), **(_OP_STALE if stale else _OP))
     if node.leaf is not None:
         _add_leaf(drawing, node.leaf)
     for saved in node.saved:
@@ -169,9 +220,8 @@ def _add_saved(drawing: graphviz.Digraph, saved: SavedTensorInfo) -> None:
         return
     shape = _shape(saved.shape or (), saved.dtype)
     if saved.state == "stale":
-        drawing.node(
-            saved.id, _label(title, shape, _versions(saved), "modified in place"), **_STALE
-        )
+        lines = [title, shape, _versions(saved), *_modified(saved.write)]
+        drawing.node(saved.id, _label(*lines), **_STALE)
         drawing.edge(saved.node_id, saved.id, color="red", **_SAVED_EDGE)
         return
     attributes = _SAVED if saved.state == "ok" else _UNCHECKED
@@ -193,6 +243,17 @@ def _versions(saved: SavedTensorInfo) -> str:
     if saved.state == "unchecked":
         return f"not checked · now v{saved.current_version}"
     return f"saved v{saved.saved_version} · now v{saved.current_version}"
+
+
+def _modified(write: InplaceWrite | None) -> list[str]:
+    """How a stale box names the write: the op, then file:line and the code when known."""
+    if write is None:
+        return ["modified in place"]
+    code = write.code
+    if len(code) > _CODE_WIDTH:
+        code = code[: _CODE_WIDTH - 1] + "…"
+    where = f"{Path(write.filename).name}:{write.lineno}"
+    return [f"modified in place by {write.op}", f"at {where}: {code}" if code else f"at {where}"]
 
 
 def _shape(shape: tuple[int, ...], dtype: torch.dtype | None) -> str:

@@ -3,7 +3,8 @@
 The description is plain data (frozen dataclasses), so that drawing (``graph.py``) and
 diagnosis build on the same facts: the nodes, the leaves that will receive ``.grad``, and
 every tensor saved for backward with the version it had when saved and the version it has
-now. A saved tensor whose version moved on is *stale*: ``backward()`` will refuse it.
+now. A saved tensor whose version moved on is *stale*: ``backward()`` will refuse it. Given
+the log of a ``track_inplace()`` block, the walk also names the write that made it stale.
 
 Reading the graph never changes it: no tensor is modified, nothing is unpacked with side
 effects, and ``backward()`` is never called. Node ids follow traversal order (outputs
@@ -17,9 +18,12 @@ import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 import torch
+
+from autograd_pitfalls.track import InplaceLog, InplaceWrite
 
 __all__ = [
     "AutogradGraph",
@@ -113,6 +117,9 @@ class SavedTensorInfo:
             will raise); ``"freed"`` (a previous backward() released it); ``"unchecked"``
             (no check possible, for example because an earlier tensor of the same saved
             list is stale).
+        write: For a stale tensor, the in-place write that made it stale (the one that
+            gave it version ``saved_version + 1``), when ``track_inplace()`` recorded it;
+            else None.
     """
 
     id: str
@@ -124,6 +131,7 @@ class SavedTensorInfo:
     saved_version: int | None
     current_version: int | None
     state: SavedState
+    write: InplaceWrite | None = None
 
 
 @dataclass(frozen=True)
@@ -178,10 +186,12 @@ class AutogradGraph:
         Raises:
             KeyError: If no node has that id.
         """
-        for node in self.nodes:
-            if node.id == node_id:
-                return node
-        raise KeyError(node_id)
+        return self._index[node_id]
+
+    @cached_property
+    def _index(self) -> dict[str, NodeInfo]:
+        # Built once, so that looking nodes up in a loop stays linear in the graph's size.
+        return {node.id: node for node in self.nodes}
 
     def stale(self) -> list[SavedTensorInfo]:
         """The saved tensors modified in place since they were saved."""
@@ -193,7 +203,9 @@ class AutogradGraph:
 
 
 def walk_graph(
-    *tensors: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None
+    *tensors: torch.Tensor,
+    names: Mapping[str, torch.Tensor] | None = None,
+    writes: InplaceLog | None = None,
 ) -> AutogradGraph:
     """Describes the backward graph below ``tensors``, without changing anything.
 
@@ -204,6 +216,10 @@ def walk_graph(
         names: Optional names for tensors, for example ``{"w": w, "loss": loss}``; a
             leaf, saved tensor or output is named when it is one of these tensors (or a
             tensor that shares its storage, shape and strides, such as its ``.detach()``).
+            A leaf is only named after itself or a tensor that does not require grad: a
+            second leaf on the same memory is another leaf.
+        writes: The log of a ``track_inplace()`` block, to find the write that made each
+            stale saved tensor stale; None to skip that.
 
     Returns:
         The outputs, and every node reached with its saved tensors and leaf.
@@ -220,7 +236,7 @@ def walk_graph(
     for tensor in tensors:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"walk_graph expects tensors, got {type(tensor).__name__}")
-    named = {name: t for name, t in (names or {}).items() if isinstance(t, torch.Tensor)}
+    named = _Names(names or {})
 
     counter = itertools.count()
     output_ids = [f"n{next(counter)}" for _ in tensors]
@@ -238,7 +254,7 @@ def walk_graph(
     outputs = tuple(
         OutputInfo(
             id=output_id,
-            name=_name_of(tensor, named),
+            name=named.find(tensor),
             shape=tuple(tensor.shape),
             dtype=tensor.dtype,
             device=str(tensor.device),
@@ -264,12 +280,12 @@ def walk_graph(
             kind = "custom"
         else:
             kind = "op"
-        saved = tuple(_saved_tensors_of(fn, node_id, named))
+        saved = tuple(_saved_tensors_of(fn, node_id, named, writes))
         nodes.append(NodeInfo(node_id, kind, type(fn).__name__, edges, saved, leaf))
     return AutogradGraph(outputs, tuple(nodes))
 
 
-def _leaf_of(fn: Any, node_id: str, named: Mapping[str, torch.Tensor]) -> LeafInfo | None:
+def _leaf_of(fn: Any, node_id: str, named: _Names) -> LeafInfo | None:
     """Describes the leaf of an ``AccumulateGrad`` node, or returns None for other nodes."""
     variable = getattr(fn, "variable", None)
     if not isinstance(variable, torch.Tensor):
@@ -277,7 +293,7 @@ def _leaf_of(fn: Any, node_id: str, named: Mapping[str, torch.Tensor]) -> LeafIn
     return LeafInfo(
         id=f"{node_id}_leaf",
         node_id=node_id,
-        name=_name_of(variable, named),
+        name=named.find(variable, leaf=True),
         shape=tuple(variable.shape),
         dtype=variable.dtype,
         device=str(variable.device),
@@ -286,8 +302,31 @@ def _leaf_of(fn: Any, node_id: str, named: Mapping[str, torch.Tensor]) -> LeafIn
     )
 
 
+# The saved-tensor accessors of each grad_fn class, as (attribute, raw accessor, checked
+# accessor) sorted by attribute. They are class-level properties, so dir() is needed once
+# per class, not once per node: on a graph of 10,000 nodes that is most of the walk.
+_ACCESSORS: dict[type, tuple[tuple[str, str, str | None], ...]] = {}
+
+
+def _accessors_of(fn: Any) -> tuple[tuple[str, str, str | None], ...]:
+    """The (attribute, raw accessor, checked accessor) triples of ``fn``'s class."""
+    cls = type(fn)
+    if cls not in _ACCESSORS:
+        attributes = dir(fn)  # sorted, so the saved tensors come in a stable order
+        _ACCESSORS[cls] = tuple(
+            (
+                name[len(_RAW_PREFIX) :],
+                name,
+                _checked_accessor(name[len(_RAW_PREFIX) :], attributes),
+            )
+            for name in attributes
+            if name.startswith(_RAW_PREFIX)
+        )
+    return _ACCESSORS[cls]
+
+
 def _saved_tensors_of(
-    fn: Any, node_id: str, named: Mapping[str, torch.Tensor]
+    fn: Any, node_id: str, named: _Names, writes: InplaceLog | None
 ) -> list[SavedTensorInfo]:
     """Describes every tensor ``fn`` saved for backward, checking each one's version.
 
@@ -296,13 +335,8 @@ def _saved_tensors_of(
     version check that backward() does. The raw one tells what the tensor is now; the
     checked one, through its error message, tells whether it is stale or freed.
     """
-    attributes = dir(fn)  # sorted, so the saved tensors come in a stable order
     found = []
-    for raw_attribute in attributes:
-        if not raw_attribute.startswith(_RAW_PREFIX):
-            continue
-        attribute = raw_attribute[len(_RAW_PREFIX) :]
-        checked_attribute = _checked_accessor(attribute, attributes)
+    for attribute, raw_attribute, checked_attribute in _accessors_of(fn):
         try:
             raw = getattr(fn, raw_attribute)
         except RuntimeError as error:
@@ -311,9 +345,9 @@ def _saved_tensors_of(
             found.append(_unreadable(node_id, attribute, state))
             continue
         if isinstance(raw, list | tuple):
-            found.extend(_saved_list(fn, node_id, attribute, raw, checked_attribute, named))
+            found.extend(_saved_list(fn, node_id, attribute, raw, checked_attribute, named, writes))
         else:
-            info = _saved_one(fn, node_id, attribute, raw, checked_attribute, named)
+            info = _saved_one(fn, node_id, attribute, raw, checked_attribute, named, writes)
             if info is not None:
                 found.append(info)
     return found
@@ -374,7 +408,8 @@ def _saved_one(
     attribute: str,
     raw: Any,
     checked_attribute: str | None,
-    named: Mapping[str, torch.Tensor],
+    named: _Names,
+    writes: InplaceLog | None,
 ) -> SavedTensorInfo | None:
     """Describes one saved tensor; returns None for an optional one that was not saved."""
     state, versions, value = _check(fn, checked_attribute)
@@ -382,7 +417,7 @@ def _saved_one(
     if state == "ok" and live is None and not isinstance(value, torch.Tensor):
         return None  # an optional saved tensor left undefined, e.g. a missing bias
     tensor = live if live is not None else value
-    return _describe_saved(node_id, attribute, tensor, state, versions, named)
+    return _describe_saved(node_id, attribute, tensor, state, versions, named, writes)
 
 
 def _saved_list(
@@ -391,7 +426,8 @@ def _saved_list(
     attribute: str,
     raws: list[Any] | tuple[Any, ...],
     checked_attribute: str | None,
-    named: Mapping[str, torch.Tensor],
+    named: _Names,
+    writes: InplaceLog | None,
 ) -> list[SavedTensorInfo]:
     """Describes a saved list, such as a custom Function's ``ctx.save_for_backward``.
 
@@ -422,6 +458,7 @@ def _saved_list(
                 element_state,
                 versions if element_state == "stale" else None,
                 named,
+                writes,
             )
         )
     return found
@@ -443,7 +480,8 @@ def _describe_saved(
     tensor: torch.Tensor | None,
     state: SavedState,
     versions: tuple[int, int] | None,
-    named: Mapping[str, torch.Tensor],
+    named: _Names,
+    writes: InplaceLog | None,
 ) -> SavedTensorInfo:
     """Builds the record of one saved tensor from what the checks found."""
     if state == "freed" or tensor is None:
@@ -455,16 +493,20 @@ def _describe_saved(
         saved_version = versions[0]
     else:
         saved_version = None
+    write = None
+    if state == "stale" and saved_version is not None and writes is not None:
+        write = writes.find(tensor, saved_version + 1)  # the first write after saving
     return SavedTensorInfo(
         id=_saved_id(node_id, attribute),
         node_id=node_id,
         attribute=attribute,
-        name=_name_of(tensor, named),
+        name=named.find(tensor),
         shape=tuple(tensor.shape),
         dtype=tensor.dtype,
         saved_version=saved_version,
         current_version=current,
         state=state,
+        write=write,
     )
 
 
@@ -488,33 +530,57 @@ def _saved_id(node_id: str, attribute: str) -> str:
     return f"{node_id}_saved_" + attribute.replace("[", "_").replace("]", "")
 
 
-def _name_of(tensor: torch.Tensor, named: Mapping[str, torch.Tensor]) -> str | None:
-    """Finds ``tensor`` in ``named``: the same object, else the same view of the same memory.
+class _Names:
+    """Finds a tensor's name in ``names``: the same object, else the same view of its memory.
 
     Autograd often hands back a new tensor object for a saved one (a non-leaf, or an op's
-    own result), so identity alone would miss most names.
+    own result), so identity alone would miss most names. Both lookups go through dicts
+    built once, so naming every tensor of a large graph stays linear.
     """
-    for name, candidate in named.items():
-        if candidate is tensor:
+
+    def __init__(self, names: Mapping[str, torch.Tensor]) -> None:
+        self._by_id: dict[int, str] = {}
+        self._by_memory: dict[tuple[Any, ...], list[tuple[str, torch.Tensor]]] = {}
+        for name, tensor in names.items():
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            self._by_id.setdefault(id(tensor), name)  # the mapping keeps the tensor alive
+            key = _memory_key(tensor)
+            if key is not None:
+                self._by_memory.setdefault(key, []).append((name, tensor))
+
+    def find(self, tensor: torch.Tensor, *, leaf: bool = False) -> str | None:
+        """The name of ``tensor``, or None.
+
+        Args:
+            tensor: The tensor to name.
+            leaf: True when ``tensor`` is a leaf of the graph: it is then not named after
+                another tensor that requires grad (a second leaf on the same memory, such
+                as ``w.detach().requires_grad_()``, is a different leaf).
+        """
+        name = self._by_id.get(id(tensor))
+        if name is not None or not self._by_memory:
             return name
-    for name, candidate in named.items():
-        if _same_view(candidate, tensor):
-            return name
-    return None
+        key = _memory_key(tensor)
+        for name, candidate in self._by_memory.get(key, ()) if key is not None else ():
+            if not (leaf and candidate.requires_grad):
+                return name
+        return None
 
 
-def _same_view(first: torch.Tensor, second: torch.Tensor) -> bool:
-    """True when two tensors read the same elements of the same memory."""
+def _memory_key(tensor: torch.Tensor) -> tuple[Any, ...] | None:
+    """What two tensors reading the same elements of the same memory share, or None."""
     try:
-        pointer = first.untyped_storage().data_ptr()
-        return (
-            pointer != 0  # empty and meta tensors all sit at 0
-            and pointer == second.untyped_storage().data_ptr()
-            and first.device == second.device
-            and first.dtype == second.dtype
-            and first.shape == second.shape
-            and first.stride() == second.stride()
-            and first.storage_offset() == second.storage_offset()
-        )
+        pointer = tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):
-        return False  # sparse and other layouts without a plain storage
+        return None  # sparse and other layouts without a plain storage
+    if pointer == 0:
+        return None  # empty and meta tensors all sit at 0
+    return (
+        pointer,
+        str(tensor.device),
+        tensor.dtype,
+        tuple(tensor.shape),
+        tensor.stride(),
+        tensor.storage_offset(),
+    )
