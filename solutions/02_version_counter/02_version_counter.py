@@ -7,6 +7,7 @@
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, and four ways to fix a version error.
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
+# - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error, and what they cannot see.
 # - How anomaly mode names the forward line behind a backward error.
 # - What "Trying to backward through the graph a second time" means, and how to get two gradients right.
 
@@ -21,9 +22,11 @@ from autograd_pitfalls import (
     assert_is_leaf,
     assert_version,
     devices,
+    diagnose,
     draw,
     expect_error,
     expect_warning,
+    track_inplace,
 )
 
 print(torch.__version__)
@@ -184,6 +187,55 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # That is the whole point of the version counter: a wrong gradient becomes a loud error.
 
 # %% [markdown]
+# ### Diagnosing it
+#
+# The error gives a shape and two versions, but not which tensor of your code it is, nor which line wrote to it.
+# `diagnose(f)` reads the graph below `f`, without calling `backward()`, and says in words what `backward()` will hit.
+# It also names the line of the write when that write ran inside `with track_inplace() as log:`, a block that records every in-place write with its line.
+# `track_inplace()` slows every op down: wrap the code you are debugging, not a training run.
+# So run the three lines again, inside that block.
+
+# %%
+with track_inplace() as log:  # records every in-place write, with its line
+    d = x @ w1
+    f = d @ w2
+    d[:] = 0
+names = {"x": x, "w1": w1, "w2": w2, "d": d, "f": f}
+report = diagnose(f, names=names)  # reads the graph; backward() is not called
+print(report)
+
+[finding] = report.findings
+[write] = log.writes
+assert (finding.kind, finding.node, finding.saved, finding.name) == (
+    "stale-saved-tensor",
+    "MvBackward0",
+    "self",
+    "d",
+)
+assert (finding.saved_version, finding.current_version) == (0, 1)
+assert finding.line == write.location and write.code == "d[:] = 0"
+
+# %% [markdown]
+# Read it against the error.
+# `MvBackward0` is the node of `f = d @ w2` (a matrix times a vector), and `self` is its first input, `d`.
+# It was saved at version 0 and is now at version 1, the two numbers of the error message.
+# The write is `d[:] = 0`, recorded as `fill_`, the op it runs.
+# In a notebook the file name is a temporary file Jupyter made for the cell; the code after it is your line.
+#
+# The fix: leave the saved `d` alone and write to a copy (section 7 shows four fixes).
+# `diagnose` then finds nothing, and `backward()` gives `w2.grad = 4`.
+
+# %%
+d = x @ w1
+f = d @ w2
+d = d.clone()  # a new tensor with its own memory and counter; f's graph keeps the old d
+d[:] = 0
+assert not diagnose(f)
+f.backward()
+print("w2.grad:", w2.grad)
+assert torch.equal(w2.grad, torch.tensor([4.0]))
+
+# %% [markdown]
 # ## 5. When an in-place write is harmless
 #
 # Autograd only checks the tensors that some node saved.
@@ -228,12 +280,14 @@ assert saved_by["b.exp()"] == saved_by["b.sigmoid()"] == saved_by["b.relu()"] ==
 
 # %% [markdown]
 # First the failing case, from the blog post: `(b * b).mean()` saves `b`, so writing to `b` afterwards breaks `backward()`.
+# The code runs inside `track_inplace()`, so the drawing also names the line of the write.
 
 # %%
 a = torch.tensor([1.0, 3.0], requires_grad=True)
-b = a + 2
-loss = (b * b).mean()
-b[0] = 1000.0
+with track_inplace() as log:
+    b = a + 2
+    loss = (b * b).mean()
+    b[0] = 1000.0
 draw(loss, names={"a": a, "b": b, "loss": loss})
 
 # %%
@@ -241,8 +295,38 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
     loss.backward()
 
 # %% [markdown]
+# `diagnose` finds `b` twice: `MulBackward0` saved both factors, `self` and `other`, and both are `b`.
+# As the last expression of a cell, a report shows as HTML: the findings, then the graph with the culprit in red.
+
+# %%
+report = diagnose(loss, names={"a": a, "b": b, "loss": loss})
+[write] = log.writes
+assert [(finding.node, finding.saved) for finding in report.findings] == [
+    ("MulBackward0", "other"),
+    ("MulBackward0", "self"),
+]
+assert all(finding.line == write.location for finding in report.findings)
+assert write.code == "b[0] = 1000.0"
+report
+
+# %% [markdown]
+# The report's advice fits: build the new `b` out of place, here with `torch.cat`, and the graph keeps the old one.
+# By hand, `loss = mean(b²)` with `b = a + 2`, so `a.grad = 2b / 2 = b = [3, 5]`.
+
+# %%
+a = torch.tensor([1.0, 3.0], requires_grad=True)
+b = a + 2
+loss = (b * b).mean()
+b = torch.cat([torch.tensor([1000.0]), b[1:]])  # a new tensor; the saved b stays at version 0
+assert not diagnose(loss)
+loss.backward()
+print("a.grad:", a.grad, "| b:", b)
+assert torch.equal(a.grad, torch.tensor([3.0, 5.0]))
+
+# %% [markdown]
 # Now the harmless case: `c = b + 1` and `loss = c.sum()`.
 # Neither `+` nor `sum` needs a value for its backward, so nothing is saved, nothing can turn red, and writing to `c` is harmless.
+# `diagnose` agrees: it reports nothing.
 # By hand, `loss = Σ (a + 3)`, so `a.grad = [1, 1]` whatever `c` holds afterwards.
 
 # %%
@@ -252,6 +336,7 @@ c = b + 1
 loss = c.sum()
 c[0] = 1000.0  # c is at version 1, but no node saved it
 print("c._version:", c._version, "| loss:", loss.item())
+assert not diagnose(loss)
 draw(loss, names={"a": a, "b": b, "c": c, "loss": loss})
 
 # %%
@@ -423,6 +508,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # 1. Out of place: a new tensor; the saved d is untouched.
 w1, w2, d, f = fresh_forward()
 scaled = d * 10
+assert not diagnose(f)
 f.backward()
 check_intended(w1, w2, scaled)
 
@@ -430,6 +516,7 @@ check_intended(w1, w2, scaled)
 w1, w2, d, f = fresh_forward()
 scaled = d.clone()
 scaled *= 10
+assert not diagnose(f)
 f.backward()
 check_intended(w1, w2, scaled)
 
@@ -445,17 +532,32 @@ check_intended(w1, w2, d)
 #
 # Two "fixes" to avoid.
 # `d.data *= 10` silences the error and gives a wrong gradient (`w2.grad = 40`), because autograd no longer sees the write.
-# `d.detach().mul_(10)` does not even silence it: a detached tensor shares the counter (section 2).
+# `diagnose` cannot see it either, even under `track_inplace()`: it reads the same version counters, and `d._version` stays 0.
+# A write through numpy (`d.detach().numpy()`) is just as invisible: numpy writes the memory directly.
+# Version tracking cannot see such writes, so "nothing found" never rules them out; its own message says so.
+# `d.detach().mul_(10)` does not even silence the error: a detached tensor shares the counter (section 2).
 
 # %%
-w1, w2, d, f = fresh_forward()
-d.data *= 10  # hidden from the counter
-f.backward()  # no error ...
+with track_inplace():
+    w1, w2, d, f = fresh_forward()
+    d.data *= 10  # hidden from the counter
+report = diagnose(f, names={"d": d})
+print(report)
+assert not report and d._version == 0  # nothing to report ...
+f.backward()  # ... no error ...
 print("w2.grad:", w2.grad, "<- wrong: the intended gradient is 4")
 assert w2.grad.item() == 40.0
 
 w1, w2, d, f = fresh_forward()
+d.detach().numpy()[:] *= 10  # numpy: no counter moves either
+assert not diagnose(f) and d._version == 0
+f.backward()
+print("w2.grad:", w2.grad, "<- wrong again")
+assert w2.grad.item() == 40.0
+
+w1, w2, d, f = fresh_forward()
 d.detach().mul_(10)  # the same counter: still caught
+assert diagnose(f).findings[0].node == "MvBackward0"
 with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
     f.backward()
 
@@ -606,6 +708,7 @@ assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w.is_leaf and w._ve
 # %% [markdown]
 # Why the counter matters: the same write made *after* `w` was used.
 # Under `no_grad` autograd sees it and refuses to compute a wrong gradient; through `.data` it cannot see it, and you get a wrong gradient with no error.
+# `diagnose` sees exactly what the counter sees: the first write, not the second.
 # By hand, `d sum(w²) / dw = 2w` with the values the forward pass used: `[2, 2]` for `w = [1, 1]`.
 
 # %%
@@ -613,12 +716,14 @@ w = nn.Parameter(torch.ones(2))
 loss = (w**2).sum()  # PowBackward0 saves w
 with torch.no_grad():
     w.mul_(10)  # seen: version 0 -> 1
+assert diagnose(loss).findings[0].node == "PowBackward0"
 with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
     loss.backward()
 
 w = nn.Parameter(torch.ones(2))
 loss = (w**2).sum()
 w.data.mul_(10)  # not seen: version stays 0
+assert not diagnose(loss)
 loss.backward()
 print("w.grad:", w.grad, "<- wrong: the values the forward pass used give [2, 2]")
 assert torch.equal(w.grad, torch.tensor([20.0, 20.0]))
@@ -721,8 +826,25 @@ assert any("f = d @ w2" in message for message in messages)  # the forward line
 
 # %% [markdown]
 # The warning names `MvBackward0`, the backward of `f = d @ w2`, and points to that line: the op that saved `d`.
-# The culprit is a write to one of its saved tensors made after that line (here `d[:] = 0`).
-# `draw(f)` before calling `backward()` shows the same thing in red.
+# The culprit is a write to one of its saved tensors made after that line (here `d[:] = 0`), and the warning does not say which write.
+#
+# `diagnose(f)` (section 4) says more, before `backward()` is called: besides the node, the saved tensor (`self`, that is `d`), its two versions, and, under `track_inplace()`, the line of the write.
+# `draw(f)` shows the same in red.
+
+# %%
+with track_inplace() as log:
+    d = x @ w1
+    f = d @ w2
+    d[:] = 0
+[finding] = diagnose(f, names={"d": d}).findings
+[write] = log.writes
+print(
+    f"{finding.node} saved `{finding.saved}` ({finding.name}) at version "
+    f"{finding.saved_version}, now {finding.current_version}, written by `{write.code}`"
+)
+assert (finding.node, finding.saved, finding.name) == ("MvBackward0", "self", "d")
+assert (finding.saved_version, finding.current_version) == (0, 1)
+assert write.code == "d[:] = 0"
 
 # %% [markdown]
 # ## 10. Backward twice
@@ -839,6 +961,8 @@ for device in devices():
 # - `t._version` counts in-place writes; views (and `.detach()`) share it with their base, `.data` does not.
 # - A leaf that requires grad refuses in-place writes outright, `a[:] = 0` included.
 # - A tensor some node saved for backward may not be written before `backward()`: `draw()` shows it red, `backward()` raises.
+# - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
+# - Writes through `.data` or numpy move no counter: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
 # - Writes to tensors no node saved are harmless; check the table of section 5, or `draw()`.
 # - Fixes: out of place, clone, reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
-# - `detect_anomaly()` points to the forward op; `retain_graph=True` allows a second backward, and gradients add up.
+# - `detect_anomaly()` points to the forward op that saved the tensor; `retain_graph=True` allows a second backward, and gradients add up.
