@@ -3,6 +3,7 @@
 
 PYTHON := .venv/bin/python
 SETUP  := .venv/.installed
+JOBS   ?= 1
 
 .DEFAULT_GOAL := help
 .PHONY: help setup lab test notebooks check fixtures grade lint clean
@@ -10,7 +11,7 @@ SETUP  := .venv/.installed
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(SETUP) ## Install graphviz (if missing) and the project into .venv
+setup: $(SETUP) ## Install graphviz and bubblewrap (if missing) and the project into .venv
 
 $(SETUP): pyproject.toml scripts/bootstrap.py
 	python3 scripts/bootstrap.py
@@ -30,8 +31,8 @@ check: $(SETUP) ## Check your exercises: make check NB=notebooks/01_leaf_tensors
 fixtures: $(SETUP) ## Regenerate the sample submissions in autograder/fixtures/
 	$(PYTHON) -m autograder fixtures
 
-grade: $(SETUP) ## Grade a class: make grade ASSIGNMENT=01_leaf_tensors SUBMISSIONS=folder
-	$(PYTHON) -m autograder grade $(ASSIGNMENT) $(SUBMISSIONS)
+grade: $(SETUP) ## Grade a class: make grade ASSIGNMENT=01_leaf_tensors SUBMISSIONS=folder JOBS=2
+	$(PYTHON) -m autograder grade $(ASSIGNMENT) $(SUBMISSIONS) --jobs $(JOBS)
 
 lint: $(SETUP) ## ruff lint and format check over src, autograder, tests, solutions
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .

@@ -1,5 +1,13 @@
 """The course's grading pipeline: nbgrader as a Python library with a command line."""
 
-from autograder.course import Course, assignment_ids
+from importlib import import_module
 
 __all__ = ["Course", "assignment_ids"]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy, so that the grader's kernels (autograder.zygote, autograder.kernel_guard)
+    # import this package without importing nbgrader.
+    if name in __all__:
+        return getattr(import_module("autograder.course"), name)
+    raise AttributeError(f"module 'autograder' has no attribute {name!r}")

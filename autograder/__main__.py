@@ -4,4 +4,6 @@ import sys
 
 from autograder.cli import main
 
-sys.exit(main())
+# Guarded: ``--jobs N`` starts worker processes that import this module again.
+if __name__ == "__main__":
+    sys.exit(main())

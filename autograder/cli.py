@@ -1,24 +1,33 @@
-"""The command line: ``python -m autograder <command>``; the Makefile's targets call it."""
+"""The command line: ``python -m autograder <command>``; the Makefile's targets call it.
+
+The modules that import nbgrader (seconds) are imported in the commands that need them:
+``autograde`` and ``grade`` first start their zygotes, which import torch meanwhile.
+"""
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import multiprocessing.forkserver
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy.exc import SAWarning
+from autograder.course import Course
+from autograder.limits import Limits
+from autograder.outcome import OK
+from autograder.status import load_status
+from autograder.zygote import Zygote, ZygoteError, close_zygotes, launch_zygotes
 
-from autograder.build import BuildError, build
-from autograder.check import check_notebook
-from autograder.course import Course, assignment_ids
-from autograder.fixtures import FixtureError, write_fixtures
-from autograder.lab import start_lab
-from autograder.pipeline import grade_class
+if TYPE_CHECKING:
+    from autograder.outcome import Submission
 
 
 def _build(args: argparse.Namespace) -> int:
+    from autograder.build import BuildError, build
+
     course = Course.repository()
     try:
         for path in build(course, args.assignments or None):
@@ -30,6 +39,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from autograder.check import check_notebook
+
     failed = False
     for notebook in args.notebooks:
         try:
@@ -44,11 +55,19 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _fixtures(args: argparse.Namespace) -> int:
+    from autograder.adversarial import load_attacks, write_adversarial
+    from autograder.build import BuildError, build
+    from autograder.course import assignment_ids
+    from autograder.fixtures import FixtureError, write_fixtures
+
     course = Course.repository()
     try:
         for assignment in args.assignments or assignment_ids(course):
             build(course, [assignment])
-            for path in write_fixtures(course, assignment):
+            written = write_fixtures(course, assignment)
+            if assignment == load_attacks()[0]:
+                written += write_adversarial(course)
+            for path in written:
                 print(f"wrote {path.relative_to(course.root)}")
     except (BuildError, FixtureError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -56,22 +75,201 @@ def _fixtures(args: argparse.Namespace) -> int:
     return 0
 
 
-def _grade(args: argparse.Namespace) -> int:
-    course = Course.repository()
-    try:
-        result = grade_class(course, args.assignment, Path(args.submissions))
-    except (BuildError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    for row in result.rows:
+def _course(args: argparse.Namespace) -> Course:
+    # The repository is the instructor's course; --course grades in another folder.
+    return Course.at(Path(args.course)) if args.course else Course.repository()
+
+
+def _add_assignment(command: argparse.ArgumentParser, submissions: bool = False) -> None:
+    command.add_argument("assignment", help="assignment id, for example 01_leaf_tensors")
+    if submissions:
+        command.add_argument(
+            "submissions", help="folder with one subfolder, notebook or zip per student"
+        )
+
+
+def _add_course_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--course", help="course folder (gradebook, submitted/, ...); default: the repository"
+    )
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(
+        cell_timeout=args.cell_timeout,
+        notebook_timeout=args.notebook_timeout,
+        memory_mb=args.memory_mb,
+    )
+
+
+def _print_students(students: list[Submission]) -> None:
+    for student in students:
+        line = f"{student.student_id:<32} {student.status}"
+        print(line + (f"  ({student.message})" if student.message else ""))
+
+
+def _print_rows(rows: list[dict]) -> None:
+    for row in rows:
         line = f"{row['student_id']:<32} {row['score']:g}/{row['max_score']:g}  {row['status']}"
         print(line + (f"  ({row['message']})" if row["message"] else ""))
-    print(f"grades:   {result.csv.relative_to(course.root)}")
-    print(f"feedback: {result.feedback.relative_to(course.root)}/<student>/{args.assignment}/")
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from autograder.pipeline import collect_class
+
+    try:
+        _print_students(collect_class(_course(args), args.assignment, Path(args.submissions)))
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
+def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zygote]:
+    """Starts one zygote per job, before nbgrader is imported: both take seconds."""
+    from autograder.sandbox import course_sandbox
+
+    if students == 0:
+        return []
+    sandbox = course_sandbox(course, enabled=args.sandbox)
+    jobs = max(1, min(args.jobs, students))
+    zygotes = launch_zygotes(sandbox, _limits(args), jobs)
+    if jobs > 1:
+        # The worker processes fork from a server that imports nbgrader: start it now too.
+        multiprocessing.get_context("forkserver").set_forkserver_preload(["autograder.parallel"])
+        multiprocessing.forkserver.ensure_running()
+    return zygotes
+
+
+def _autograde(args: argparse.Namespace) -> int:
+    course = _course(args)
+    collected, _ = load_status(course, args.assignment)
+    zygotes = _launch(args, course, sum(student.status == OK for student in collected))
+    # Imported while the zygotes import torch.
+    from autograder.build import BuildError
+    from autograder.pipeline import autograde_class
+
+    try:
+        students = autograde_class(
+            course,
+            args.assignment,
+            jobs=args.jobs,
+            limits=_limits(args),
+            sandbox=args.sandbox,
+            zygotes=zygotes,
+        )
+    except (BuildError, ZygoteError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        close_zygotes(zygotes)
+    _print_students(students)
+    return 0
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from autograder.build import BuildError
+    from autograder.pipeline import feedback_class
+
+    course = _course(args)
+    try:
+        feedback_class(course, args.assignment, jobs=args.jobs)
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"feedback: {course.root / 'feedback'}/<student>/{args.assignment}/")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from autograder.build import BuildError
+    from autograder.pipeline import export_class
+
+    course = _course(args)
+    try:
+        rows, csv_path = export_class(course, args.assignment)
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    _print_rows(rows)
+    print(f"grades: {csv_path.relative_to(course.root)}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from autograder.report import write_report
+
+    course = _course(args)
+    try:
+        report = write_report(course, args.assignment)
+    except (FileNotFoundError, KeyError) as error:
+        print(f"error: cannot report on {args.assignment}: {error}", file=sys.stderr)
+        return 1
+    print(report.markdown.read_text())
+    print(f"report: {report.markdown.relative_to(course.root)}")
+    print(f"plot:   {report.plot.relative_to(course.root)}")
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    course = _course(args)
+    folder = Path(args.submissions)
+    entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
+    zygotes = _launch(args, course, len(entries))
+    # Imported while the zygotes import torch.
+    from autograder.build import BuildError
+    from autograder.pipeline import grade_class
+
+    try:
+        result = grade_class(
+            course,
+            args.assignment,
+            folder,
+            jobs=args.jobs,
+            limits=_limits(args),
+            sandbox=args.sandbox,
+            zygotes=zygotes,
+        )
+    except (BuildError, FileNotFoundError, ZygoteError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        close_zygotes(zygotes)
+    _print_rows(result.rows)
+    print(f"grades:   {result.csv.relative_to(course.root)}")
+    print(f"feedback: {result.feedback.relative_to(course.root)}/<student>/{args.assignment}/")
+    if result.report is not None:
+        print(f"report:   {result.report.markdown.relative_to(course.root)}")
+    return 0
+
+
+def _add_grading_options(command: argparse.ArgumentParser) -> None:
+    defaults = Limits()
+    _add_course_option(command)
+    command.add_argument("--jobs", type=int, default=1, help="students graded at once")
+    command.add_argument(
+        "--cell-timeout", type=int, default=defaults.cell_timeout, help="seconds per cell"
+    )
+    command.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=defaults.notebook_timeout,
+        help="seconds per notebook",
+    )
+    command.add_argument(
+        "--memory-mb", type=int, default=defaults.memory_mb, help="memory per student kernel"
+    )
+    command.add_argument(
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_false",
+        help="run student code without bubblewrap (it runs with your file access)",
+    )
+
+
 def _lab(args: argparse.Namespace) -> int:
+    from autograder.lab import start_lab
+
     return start_lab(args.jupyter_args)
 
 
@@ -92,18 +290,52 @@ def parser() -> argparse.ArgumentParser:
     check_cmd.set_defaults(run=_check)
 
     fixtures_cmd = commands.add_parser(
-        "fixtures", help="write the sample submissions from autograder/fixtures/*/wrong_answers.py"
+        "fixtures",
+        help="write the sample submissions from autograder/fixtures/*/wrong_answers.py "
+        "and adversarial/attacks.py",
     )
     fixtures_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
     fixtures_cmd.set_defaults(run=_fixtures)
 
+    collect_cmd = commands.add_parser(
+        "collect", help="copy a folder of submissions into submitted/ and record each status"
+    )
+    _add_assignment(collect_cmd, submissions=True)
+    _add_course_option(collect_cmd)
+    collect_cmd.set_defaults(run=_collect)
+
+    autograde_cmd = commands.add_parser(
+        "autograde", help="grade the collected students in the sandbox, --jobs N at a time"
+    )
+    _add_assignment(autograde_cmd)
+    _add_grading_options(autograde_cmd)
+    autograde_cmd.set_defaults(run=_autograde)
+
+    feedback_cmd = commands.add_parser(
+        "feedback", help="write feedback HTML for the graded students (hidden tests removed)"
+    )
+    _add_assignment(feedback_cmd)
+    feedback_cmd.add_argument("--jobs", type=int, default=1, help="students at once")
+    _add_course_option(feedback_cmd)
+    feedback_cmd.set_defaults(run=_feedback)
+
+    export_cmd = commands.add_parser("export", help="write exports/<assignment>_grades.csv")
+    _add_assignment(export_cmd)
+    _add_course_option(export_cmd)
+    export_cmd.set_defaults(run=_export)
+
+    report_cmd = commands.add_parser(
+        "report", help="pass rates per exercise, the pitfalls students fell into, a plot"
+    )
+    _add_assignment(report_cmd)
+    _add_course_option(report_cmd)
+    report_cmd.set_defaults(run=_report)
+
     grade_cmd = commands.add_parser(
-        "grade", help="collect, autograde, write feedback and export the grades CSV"
+        "grade", help="build, collect, autograde, feedback, export and report, in one go"
     )
-    grade_cmd.add_argument("assignment", help="assignment id, for example 01_leaf_tensors")
-    grade_cmd.add_argument(
-        "submissions", help="folder with one subfolder, notebook or zip per student"
-    )
+    _add_assignment(grade_cmd, submissions=True)
+    _add_grading_options(grade_cmd)
     grade_cmd.set_defaults(run=_grade)
 
     lab_cmd = commands.add_parser(
@@ -117,7 +349,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line and returns its exit status."""
     # nbgrader 0.9.6's gradebook code triggers SQLAlchemy autoflush warnings on every
     # autograde; they are about nbgrader's internals and say nothing to an instructor.
-    warnings.filterwarnings("ignore", category=SAWarning)
+    # (Matched by the module that triggers them: importing SQLAlchemy here costs time.)
+    warnings.filterwarnings("ignore", module="nbgrader")
     command_line = parser()
     args, unknown = command_line.parse_known_args(argv)
     if unknown and args.command != "lab":

@@ -10,29 +10,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from autograder.course import Course
+from autograder.outcome import MISSING, OK, UNREADABLE, Submission
 
-OK, MISSING, UNREADABLE = "ok", "missing", "unreadable"
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One student's entry in a submissions folder.
-
-    Attributes:
-        student_id: The student, from the entry's name.
-        status: ``ok``, ``missing`` (no notebook found) or ``unreadable`` (not a notebook).
-        message: What was wrong, or what was done (for example a renamed file).
-    """
-
-    student_id: str
-    status: str
-    message: str = ""
+__all__ = ["MISSING", "OK", "UNREADABLE", "Submission", "collect"]
 
 
 def _student_entries(submissions: Path) -> dict[str, Path]:

@@ -12,12 +12,12 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from autograder.feedback import feedback_config
+if TYPE_CHECKING:
+    from nbgrader.apps import NbGraderAPI
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,6 +35,8 @@ def nbgrader_config(cell_timeout: int = 120) -> Config:
     Returns:
         A traitlets Config for nbgrader's apps and preprocessors.
     """
+    from autograder.feedback import feedback_config  # imports nbconvert: only when used
+
     config = Config()
     config.CourseDirectory.course_id = "autograd-pitfalls"
     config.Execute.timeout = cell_timeout
@@ -93,6 +95,23 @@ class Course:
         """Where grade exports are written."""
         return self.root / "exports"
 
+    def write_nbgrader_config(self) -> Path:
+        """Writes ``nbgrader_config.py`` into the course folder, for the ``nbgrader`` command.
+
+        Plain ``nbgrader autograde`` run there then uses this course's folders and the
+        settings of :func:`nbgrader_config` (used to compare with plain nbgrader).
+        """
+        path = self.root / "nbgrader_config.py"
+        path.write_text(
+            "from autograder.course import nbgrader_config\n\n"
+            "c = get_config()  # noqa: F821\n"
+            "c.merge(nbgrader_config())\n"
+            f"c.CourseDirectory.root = {str(self.root)!r}\n"
+            f"c.CourseDirectory.source_directory = {str(self.source)!r}\n"
+            f"c.CourseDirectory.release_directory = {str(self.release)!r}\n"
+        )
+        return path
+
     def solution_file(self, assignment: str) -> Path:
         """The source file of ``assignment``."""
         return self.solutions / assignment / f"{assignment}.py"
@@ -107,6 +126,11 @@ class Course:
         Args:
             config: Extra settings merged over :func:`nbgrader_config`.
         """
+        # Imported here: nbgrader takes seconds to import, and the grader starts its
+        # zygotes before it needs nbgrader (see autograder.cli).
+        from nbgrader.apps import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+
         merged = nbgrader_config()
         merged.CourseDirectory.root = str(self.root)
         merged.CourseDirectory.source_directory = str(self.source)

@@ -9,8 +9,8 @@ import nbformat
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.collect import OK, Submission
 from autograder.course import Course
+from autograder.outcome import Submission
 
 
 def exercise_ids(course: Course, assignment: str) -> list[str]:
@@ -28,16 +28,19 @@ def _exercise(grade_id: str) -> str:
     return grade_id.removesuffix("-tests")
 
 
-def grade_rows(course: Course, assignment: str, submissions: list[Submission]) -> list[dict]:
+def grade_rows(
+    course: Course, assignment: str, submissions: list[Submission], sandbox: str = ""
+) -> list[dict]:
     """Returns one row per student: ids, total, max, per-exercise scores, status, message.
 
-    A student who was not graded (missing, unreadable, error) scores 0 everywhere and
-    keeps the status that says why.
+    A student who was not graded (missing, unreadable, or grading failed) scores 0
+    everywhere and keeps the status that says why.
 
     Args:
         course: The graded course.
         assignment: The assignment id.
         submissions: The students and their collection / grading status.
+        sandbox: ``on`` or ``off``: whether graded students' code ran in the sandbox.
     """
     grade_ids = exercise_ids(course, assignment)
     rows = []
@@ -47,7 +50,7 @@ def grade_rows(course: Course, assignment: str, submissions: list[Submission]) -
             row = {"student_id": submission.student_id, "assignment": assignment}
             scores = dict.fromkeys(grade_ids, 0.0)
             total = 0.0
-            if submission.status == OK:
+            if submission.graded:
                 try:
                     graded = gradebook.find_submission(assignment, submission.student_id)
                 except MissingEntry:
@@ -61,6 +64,7 @@ def grade_rows(course: Course, assignment: str, submissions: list[Submission]) -
             row.update(score=total, max_score=max_score)
             row.update({_exercise(grade_id): scores[grade_id] for grade_id in grade_ids})
             row.update(status=submission.status, message=submission.message)
+            row.update(sandbox=sandbox if submission.graded else "")
             rows.append(row)
     return rows
 

@@ -2,8 +2,8 @@
 
 nbgrader's feedback shows each test cell as it ran: with its hidden tests, and with
 tracebacks that quote the failing hidden line. Here the hidden region is cut from the
-source (nbgrader's own ClearHiddenTests) and a failing test's traceback is reduced to its
-message, which the course's helpers write to name the pitfall.
+source (nbgrader's own ClearHiddenTests, on test cells only) and a failing test's
+traceback is reduced to its message, which the course's helpers write to name the pitfall.
 """
 
 from __future__ import annotations
@@ -13,6 +13,22 @@ from nbformat import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
 from traitlets.config import Config
+
+
+class ClearHiddenTestsInTests(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests, on locked and graded cells only.
+
+    nbgrader's version looks for the hidden-test markers in every cell, and fails the
+    whole feedback when a student's own cell mentions only the opening one.
+    """
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict, cell_index: int
+    ) -> tuple[NotebookNode, dict]:
+        """Cuts the hidden tests of a test cell; a student's cell passes unchanged."""
+        if not (utils.is_grade(cell) or utils.is_locked(cell)):
+            return cell, resources
+        return super().preprocess_cell(cell, resources, cell_index)
 
 
 class ShortenTestTracebacks(NbGraderPreprocessor):
@@ -34,7 +50,7 @@ def feedback_config() -> Config:
     config = Config()
     config.GenerateFeedback.preprocessors = [
         GetGrades,
-        ClearHiddenTests,
+        ClearHiddenTestsInTests,
         ShortenTestTracebacks,
         CSSHTMLHeaderPreprocessor,
     ]

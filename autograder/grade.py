@@ -1,51 +1,177 @@
-"""Autograde collected submissions and write feedback, one student at a time.
+"""Autograde and write feedback for one student at a time, with kernels from a zygote.
 
-A student whose grading fails gets a status and a message; the rest of the class is graded.
+:class:`Grader` is one grading process: nbgrader's API with this course's hardened
+steps (:class:`~autograder.restore.RestoreFromSource` before nbgrader's OverwriteCells,
+:class:`~autograder.execute.SandboxedExecute` instead of Execute), and a
+:class:`~autograder.zygote.Zygote` that every kernel is forked from. A student whose
+grading fails gets a status and a message; the rest of the class is graded.
+:mod:`autograder.parallel` runs several graders side by side.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
-from autograder.collect import OK, Submission
+import nbformat
+from jupyter_client.provisioning import KernelProvisionerFactory
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
+    IgnorePattern,
+    LimitOutput,
+    OverwriteCells,
+    OverwriteKernelspec,
+    SaveAutoGrades,
+)
+from traitlets.config import Config
+
+from autograder import provisioner, zygote
 from autograder.course import Course
+from autograder.execute import SandboxedExecute
+from autograder.limits import Limits
+from autograder.outcome import ERROR, OK, Submission, outcome
+from autograder.restore import RestoreFromSource
+from autograder.sandbox import Sandbox
 
-ERROR = "error"
+# SQLite waits this long for another grading process's write instead of failing.
+GRADEBOOK_TIMEOUT = 120
+
+
+def grading_config(course: Course, limits: Limits) -> Config:
+    """Returns the nbgrader settings of a hardened autograde (merged over the course's).
+
+    Args:
+        course: The course: its released notebooks are the reference for the tests.
+        limits: Time, memory and output limits.
+    """
+    config = Config()
+    config.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        RestoreFromSource,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        OverwriteCells,
+        CheckCellMetadata,
+    ]
+    config.Autograde.autograde_preprocessors = [
+        SandboxedExecute,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]
+    config.RestoreFromSource.release_directory = str(course.release)
+    config.AsyncKernelManager.client_class = "autograder.provisioner.ReadyClient"
+    config.Execute.timeout = limits.cell_timeout
+    config.SandboxedExecute.notebook_timeout = limits.notebook_timeout
+    config.SandboxedExecute.max_output_chars = limits.output_chars
+    config.CourseDirectory.db_url = f"sqlite:///{course.gradebook}?timeout={GRADEBOOK_TIMEOUT}"
+    return config
+
+
+@contextlib.contextmanager
+def forked_kernels(kernels: zygote.Zygote) -> Iterator[None]:
+    """Makes jupyter_client start kernels as forks of ``kernels`` within this block."""
+    factory = KernelProvisionerFactory.instance()
+    previous = factory.default_provisioner_name
+    factory.default_provisioner_name = provisioner.NAME
+    try:
+        with zygote.using(kernels):
+            yield
+    finally:
+        factory.default_provisioner_name = previous
 
 
 def _last_lines(text: str, count: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
-def autograde(course: Course, assignment: str, submissions: list[Submission]) -> list[Submission]:
-    """Runs nbgrader autograde, then generate_feedback, for every collected student.
-
-    Test cells are restored from the gradebook before grading (nbgrader's
-    OverwriteCells), so a student cannot change the tests, only the answers.
+class Grader:
+    """Grades students of one assignment one at a time, in this process.
 
     Args:
         course: The course, with the assignment released (in the gradebook).
         assignment: The assignment id.
-        submissions: The outcome of :func:`autograder.collect.collect`.
-
-    Returns:
-        The submissions with their status updated: ``error`` where nbgrader failed.
+        limits: Limits on each student's kernel.
+        sandbox: How kernels are isolated.
+        kernels: The zygote to fork kernels from, possibly still starting; :meth:`start`
+            makes one when None.
     """
-    api = course.api()
-    results = []
-    for submission in submissions:
+
+    def __init__(
+        self,
+        course: Course,
+        assignment: str,
+        limits: Limits,
+        sandbox: Sandbox,
+        kernels: zygote.Zygote | None = None,
+    ) -> None:
+        self.course = course
+        self.assignment = assignment
+        self.limits = limits
+        self.sandbox = sandbox
+        self.api = course.api(grading_config(course, limits))
+        self._stack = contextlib.ExitStack()
+        self.zygote = kernels
+
+    def start(self) -> None:
+        """Waits for the zygote (started here when none was given) to be ready."""
+        if self.zygote is None:
+            run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+            self._stack.callback(shutil.rmtree, run_dir, True)
+            self.zygote = zygote.Zygote(self.sandbox, run_dir, self.limits)
+            self.zygote.launch()
+            self._stack.callback(self.zygote.close)
+        self.zygote.wait_ready()
+        self._stack.enter_context(forked_kernels(self.zygote))
+
+    def close(self) -> None:
+        """Stops the zygote if this grader started it."""
+        self._stack.close()
+
+    def __enter__(self) -> Grader:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def autograde(self, submission: Submission) -> Submission:
+        """Autogrades one collected student; returns the submission with its outcome."""
         if submission.status != OK:
-            results.append(submission)
-            continue
-        graded = api.autograde(assignment, submission.student_id, force=True, create=True)
+            return submission
+        submission = dataclasses.replace(submission, graded=False)
+        student = submission.student_id
+        if self.zygote is not None and not self.zygote.alive():
+            self.zygote.restart()  # an earlier student's code took it down
+        graded = self.api.autograde(self.assignment, student, force=True, create=True)
         if not graded["success"]:
             message = "autograde failed: " + _last_lines(graded.get("error") or graded["log"])
-            results.append(dataclasses.replace(submission, status=ERROR, message=message))
-            continue
-        feedback = api.generate_feedback(assignment, submission.student_id, force=True)
-        if not feedback["success"]:
-            message = "feedback failed: " + _last_lines(feedback.get("error") or feedback["log"])
-            results.append(dataclasses.replace(submission, message=message))
-            continue
-        results.append(submission)
-    return results
+            return dataclasses.replace(submission, status=ERROR, message=message)
+        notebook = self.course.root / "autograded" / student / self.assignment
+        status, message = outcome(
+            nbformat.read(notebook / f"{self.assignment}.ipynb", as_version=4)
+        )
+        joined = "; ".join(part for part in (submission.message, message) if part)
+        return dataclasses.replace(submission, status=status, message=joined, graded=True)
+
+    def feedback(self, submission: Submission) -> Submission:
+        """Writes one graded student's feedback HTML (hidden tests removed)."""
+        if not submission.graded:
+            return submission
+        result = self.api.generate_feedback(self.assignment, submission.student_id, force=True)
+        if result["success"]:
+            return submission
+        problem = "feedback failed: " + _last_lines(result.get("error") or result["log"])
+        message = "; ".join(part for part in (submission.message, problem) if part)
+        return dataclasses.replace(submission, message=message)

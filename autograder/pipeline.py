@@ -1,15 +1,25 @@
-"""Grade a class end to end: build, collect, autograde, feedback, export."""
+"""Grade a class step by step (collect, autograde, feedback, export, report) or end to end.
+
+Each step reads and updates the class's status file (:mod:`autograder.status`), so the
+steps can run as separate commands; :func:`grade_class` runs them all after a build.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.build import build
+from autograder.build import BuildError, build
 from autograder.collect import collect
 from autograder.course import Course
 from autograder.export import grade_rows, write_csv
-from autograder.grade import autograde
+from autograder.limits import Limits
+from autograder.outcome import Submission
+from autograder.parallel import AUTOGRADE, FEEDBACK, grade_students
+from autograder.report import Report, write_report
+from autograder.sandbox import course_sandbox
+from autograder.status import load_status, save_status
+from autograder.zygote import Zygote
 
 
 @dataclass(frozen=True)
@@ -20,27 +30,142 @@ class GradingResult:
         rows: One row per student, as written to the CSV.
         csv: The grades file, ``exports/<assignment>_grades.csv``.
         feedback: The folder of per-student feedback HTML.
+        report: The class report (its Markdown file and plot).
     """
 
     rows: list[dict]
     csv: Path
     feedback: Path
+    report: Report | None = None
 
 
-def grade_class(course: Course, assignment: str, submissions: Path) -> GradingResult:
-    """Grades every submission of ``assignment`` found in ``submissions``.
+def collect_class(course: Course, assignment: str, submissions: Path) -> list[Submission]:
+    """Collects a folder of submissions into ``submitted/`` and records each student's status."""
+    collected = collect(course, assignment, submissions)
+    save_status(course, assignment, collected)
+    return collected
+
+
+def _require_build(course: Course, assignment: str) -> None:
+    source = course.source / assignment / f"{assignment}.ipynb"
+    if not source.is_file():
+        raise BuildError(
+            f"{assignment} is not built in {course.root}: run `python -m autograder build "
+            f"{assignment}` (or `grade`, which builds) first"
+        )
+
+
+def autograde_class(
+    course: Course,
+    assignment: str,
+    *,
+    jobs: int = 1,
+    limits: Limits | None = None,
+    sandbox: bool = True,
+    feedback: bool = False,
+    zygotes: list[Zygote] | None = None,
+) -> list[Submission]:
+    """Autogrades every collected student, ``jobs`` at a time, in the sandbox.
+
+    Args:
+        course: The course, with the assignment built.
+        assignment: The assignment id.
+        jobs: How many students to grade at once.
+        limits: Limits on each kernel (the defaults when None).
+        sandbox: False to run student code without bubblewrap.
+        feedback: Also write each student's feedback right after grading them.
+        zygotes: Zygotes launched early (see :func:`autograder.zygote.launch_zygotes`),
+            closed when done; launched here when None.
+
+    Returns:
+        Every student with their status after grading.
+
+    Raises:
+        BuildError: If the assignment has not been built.
+    """
+    _require_build(course, assignment)
+    limits = limits or Limits()
+    isolation = course_sandbox(course, enabled=sandbox)
+    students, _ = load_status(course, assignment)
+    steps = (AUTOGRADE, FEEDBACK) if feedback else (AUTOGRADE,)
+    graded = grade_students(
+        course,
+        assignment,
+        students,
+        steps=steps,
+        jobs=jobs,
+        limits=limits,
+        sandbox=isolation,
+        zygotes=zygotes,
+    )
+    save_status(
+        course,
+        assignment,
+        graded,
+        sandbox=isolation.describe(),
+        sandbox_enabled=isolation.enabled,
+        limits=limits.as_dict(),
+        jobs=jobs,
+    )
+    return graded
+
+
+def feedback_class(course: Course, assignment: str, *, jobs: int = 1) -> list[Submission]:
+    """Writes feedback HTML for every autograded student (hidden tests removed)."""
+    _require_build(course, assignment)
+    students, _ = load_status(course, assignment)
+    done = grade_students(course, assignment, students, steps=(FEEDBACK,), jobs=jobs)
+    save_status(course, assignment, done)
+    return done
+
+
+def export_class(course: Course, assignment: str) -> tuple[list[dict], Path]:
+    """Writes ``exports/<assignment>_grades.csv``; returns its rows and path."""
+    _require_build(course, assignment)
+    students, grading = load_status(course, assignment)
+    sandbox = {True: "on", False: "off"}.get(grading.get("sandbox_enabled"), "")
+    rows = grade_rows(course, assignment, students, sandbox=sandbox)
+    return rows, write_csv(rows, course.exports / f"{assignment}_grades.csv")
+
+
+def grade_class(
+    course: Course,
+    assignment: str,
+    submissions: Path,
+    *,
+    jobs: int = 1,
+    limits: Limits | None = None,
+    sandbox: bool = True,
+    zygotes: list[Zygote] | None = None,
+) -> GradingResult:
+    """Grades every submission of ``assignment`` found in ``submissions``, end to end.
+
+    Builds the assignment (so the gradebook has the current tests and points), collects,
+    autogrades with feedback, exports the CSV and writes the report.
 
     Args:
         course: The course to grade in (its gradebook, submitted/, autograded/, ...).
         assignment: The assignment id.
         submissions: A folder with one entry (folder, notebook or zip) per student.
+        jobs: How many students to grade at once.
+        limits: Limits on each kernel (the defaults when None).
+        sandbox: False to run student code without bubblewrap.
+        zygotes: Zygotes launched early, closed when done; launched here when None.
 
     Returns:
-        The grade rows and where the CSV and the feedback were written.
+        The grade rows and where the CSV, the feedback and the report were written.
     """
-    build(course, [assignment])  # records the tests and points in the gradebook
-    collected = collect(course, assignment, submissions)
-    graded = autograde(course, assignment, collected)
-    rows = grade_rows(course, assignment, graded)
-    csv_path = write_csv(rows, course.exports / f"{assignment}_grades.csv")
-    return GradingResult(rows, csv_path, course.root / "feedback")
+    build(course, [assignment])
+    collect_class(course, assignment, submissions)
+    autograde_class(
+        course,
+        assignment,
+        jobs=jobs,
+        limits=limits,
+        sandbox=sandbox,
+        feedback=True,
+        zygotes=zygotes,
+    )
+    rows, csv_path = export_class(course, assignment)
+    report = write_report(course, assignment)
+    return GradingResult(rows, csv_path, course.root / "feedback", report)

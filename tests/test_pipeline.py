@@ -1,4 +1,8 @@
-"""The grading pipeline end to end on the fixture submissions, plus broken input."""
+"""The grading pipeline end to end on the fixture submissions, plus broken input.
+
+The class is graded two students at a time (``jobs=2``), and once more one at a time in
+another course: both must give the same grades.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,24 @@ import csv
 import html
 import shutil
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
 
+from autograder.build import build
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import FIXTURES, submissions_folder
-from autograder.pipeline import GradingResult, grade_class
+from autograder.fixtures import FIXTURES, load_wrong_answers, submissions_folder
+from autograder.pipeline import (
+    GradingResult,
+    autograde_class,
+    collect_class,
+    export_class,
+    feedback_class,
+    grade_class,
+)
+from autograder.report import write_report
+from autograder.status import load_status
 
 ASSIGNMENTS = assignment_ids()
 
@@ -23,9 +38,9 @@ def _expected(assignment: str) -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def graded(built_course: Course, tmp_path_factory) -> dict[str, GradingResult]:
-    """Every assignment graded on its fixtures plus a corrupt, an empty and a zipped submission."""
-    results = {}
+def submissions(tmp_path_factory) -> dict[str, Path]:
+    """Each assignment's fixtures plus a corrupt, an empty and a zipped submission."""
+    folders = {}
     for assignment in ASSIGNMENTS:
         folder = tmp_path_factory.mktemp(f"submissions-{assignment}")
         shutil.copytree(submissions_folder(assignment), folder, dirs_exist_ok=True)
@@ -36,8 +51,28 @@ def graded(built_course: Course, tmp_path_factory) -> dict[str, GradingResult]:
         with zipfile.ZipFile(folder / "zipped_perfect.zip", "w") as archive:
             archive.write(perfect, f"my work/{assignment}.ipynb")
         shutil.copy(perfect, folder / "single_file_perfect.ipynb")
-        results[assignment] = grade_class(built_course, assignment, folder)
-    return results
+        folders[assignment] = folder
+    return folders
+
+
+@pytest.fixture(scope="module")
+def graded(built_course: Course, submissions) -> dict[str, GradingResult]:
+    """Every assignment graded on its submissions, two students at a time."""
+    return {
+        assignment: grade_class(built_course, assignment, submissions[assignment], jobs=2)
+        for assignment in ASSIGNMENTS
+    }
+
+
+@pytest.fixture(scope="module")
+def graded_one_at_a_time(submissions, tmp_path_factory) -> dict[str, GradingResult]:
+    """The same submissions graded one student at a time, in a course of their own."""
+    root = tmp_path_factory.mktemp("sequential-course")
+    course = Course.at(root, release=root / "release")
+    return {
+        assignment: grade_class(course, assignment, submissions[assignment], jobs=1)
+        for assignment in ASSIGNMENTS
+    }
 
 
 def _rows(result: GradingResult) -> dict[str, dict[str, str]]:
@@ -73,9 +108,9 @@ def test_csv_has_ids_scores_then_one_column_per_exercise(graded, assignment: str
         header = next(csv.reader(handle))
     assert graded[assignment].csv.name == f"{assignment}_grades.csv"
     assert header[:4] == ["student_id", "assignment", "score", "max_score"]
-    exercises = header[4:-2]
+    exercises = header[4:-3]
     assert exercises and all(name.startswith("q") for name in exercises)
-    assert header[-2:] == ["status", "message"]
+    assert header[-3:] == ["status", "message", "sandbox"]
 
 
 @pytest.mark.slow
@@ -130,3 +165,68 @@ def test_feedback_is_written_per_student_without_hidden_tests(built_course, grad
         text = html.unescape(feedback.read_text())
         leaked = [line for line in hidden if line in text]
         assert not leaked, f"hidden tests visible in {student}'s feedback: {leaked[:3]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_grading_two_at_a_time_gives_the_grades_of_one_at_a_time(
+    graded, graded_one_at_a_time, assignment: str
+):
+    assert graded[assignment].rows == graded_one_at_a_time[assignment].rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_honest_fixture_is_graded_ok_in_the_sandbox(graded, assignment: str):
+    rows = _rows(graded[assignment])
+    for student in _expected(assignment):
+        assert rows[student]["status"] == "ok", f"{student}: {rows[student]['message']}"
+        assert rows[student]["sandbox"] in ("on", "off")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_report_gives_pass_rates_and_recognises_the_wrong_answers(graded, assignment: str):
+    report = graded[assignment].report
+    assert report is not None
+    assert report.plot.read_bytes().startswith(b"\x89PNG")
+    text = report.markdown.read_text()
+    rows = _rows(graded[assignment])
+    for summary in report.exercises:
+        passed = sum(
+            float(row[summary.name]) >= summary.points for row in rows.values() if row["sandbox"]
+        )
+        assert summary.passed == passed
+        assert f"| {summary.name} | {summary.points:g} | {passed}/{summary.graded} |" in text
+    failing = {
+        name
+        for name, answers in load_wrong_answers(assignment).items()
+        if any(float(rows[name][grade_id.removesuffix("-answer")]) == 0 for grade_id in answers)
+    }
+    assert failing, "the fixtures have wrong answers"
+    for name in failing:
+        assert f"`{name}`" in text, f"{name} is not recognised in the report"
+    assert "| missing | 1 |" in text and "| unreadable | 1 |" in text
+
+
+@pytest.mark.slow
+def test_grading_step_by_step_gives_the_grades_of_grade(graded, submissions, tmp_path):
+    assignment = ASSIGNMENTS[0]
+    folder = tmp_path / "few"
+    for student in ("perfect", "blank", "corrupt_json"):
+        shutil.copytree(submissions[assignment] / student, folder / student)
+    course = Course.at(tmp_path / "course", release=tmp_path / "course" / "release")
+    build(course, [assignment])
+    collected = collect_class(course, assignment, folder)
+    assert [s.status for s in collected] == ["ok", "unreadable", "ok"]
+    autograde_class(course, assignment, jobs=2)
+    students, grading = load_status(course, assignment)
+    assert grading["sandbox"].startswith(("on", "off"))
+    assert [s.graded for s in students] == [True, False, True]
+    feedback_class(course, assignment)
+    assert (course.root / "feedback" / "perfect" / assignment / f"{assignment}.html").is_file()
+    rows, _ = export_class(course, assignment)
+    expected = {row["student_id"]: row for row in graded[assignment].rows}
+    for row in rows:
+        assert row == expected[row["student_id"]]
+    assert write_report(course, assignment).markdown.is_file()

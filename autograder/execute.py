@@ -1,0 +1,244 @@
+"""nbgrader's Execute step, hardened for hostile notebooks.
+
+nbgrader's ``Execute`` runs a notebook top to bottom with a time limit per cell. With
+student code that is not enough:
+
+* an interrupted cell that swallows ``KeyboardInterrupt`` keeps the kernel busy, and
+  every later cell waits its full time limit (or nbgrader gives up on the student);
+* a kernel that exits (``os._exit``) makes nbgrader drop the whole submission;
+* a test cell that never ran has no error output, and nbgrader scores it as passed;
+* 50 MB printed on one line is kept whole in the graded notebook and the feedback;
+* an answer can replace ``torch.allclose`` or a test helper before the tests run.
+
+:class:`SandboxedExecute` adds a time limit for the whole notebook, stops at a kernel
+that does not come back from an interrupt or has died, marks every cell it did not run
+with a ``NotRun`` error (so its test scores 0), caps the output kept per cell, and asks
+the kernel's guard (:mod:`autograder.kernel_guard`) to restore the test's environment
+before each test and to check it after. What happened is recorded in the notebook's
+metadata under ``autograder`` (see :mod:`autograder.outcome`).
+"""
+
+from __future__ import annotations
+
+import re
+from queue import Empty
+from time import monotonic
+from typing import Any
+
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.preprocessors import Execute
+from traitlets import Integer
+
+from autograder.kernel_guard import REPLY, REQUEST
+from autograder.outcome import ERROR, MEMORY, TAMPERED, TIMEOUT, record
+
+MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
+NOT_RUN = "NotRun"
+
+
+def not_run(reason: str) -> NotebookNode:
+    """Returns the error output put in a cell the grader did not run."""
+    return new_output("error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
+
+
+def _size(output: NotebookNode) -> int:
+    if output.output_type == "stream":
+        return len(output.get("text", ""))
+    if output.output_type == "error":
+        return len(output.get("evalue", "")) + sum(map(len, output.get("traceback", [])))
+    return sum(len(str(value)) for value in output.get("data", {}).values())
+
+
+def _exercise(cell: NotebookNode) -> str:
+    return cell.metadata.nbgrader["grade_id"].removesuffix("-tests")
+
+
+def _where(cell: NotebookNode, index: int) -> str:
+    """Names a cell for the instructor: the exercise's test, or its number and first line."""
+    if utils.is_grade(cell):
+        return f"{_exercise(cell)}'s test"
+    first = cell.source.strip().splitlines()[0]
+    return f"cell {index + 1} ({first[:40]}{'...' if len(first) > 40 else ''})"
+
+
+class SandboxedExecute(Execute):
+    """Runs a submission with time, output and integrity limits; never drops a student."""
+
+    notebook_timeout = Integer(
+        900, help="Seconds the whole notebook may run; later cells are not run."
+    ).tag(config=True)
+    max_output_chars = Integer(
+        100_000, help="Characters of output kept per cell (errors are always kept, shortened)."
+    ).tag(config=True)
+    interrupt_grace = Integer(
+        5, help="Seconds an interrupted kernel has to answer before it counts as stuck."
+    ).tag(config=True)
+    guard_timeout = Integer(10, help="Seconds the kernel's guard has to answer.").tag(config=True)
+
+    def preprocess(
+        self, nb: NotebookNode, resources: Any = None, km: Any = None
+    ) -> tuple[NotebookNode, Any]:
+        """Executes ``nb`` and records timeouts, memory errors, crashes and tampering."""
+        self.shutdown_kernel = "immediate"  # its state is discarded anyway
+        self._events: dict[str, list[str]] = {}
+        self._stopped = ""
+        self._timed_out = False
+        self._output_used: dict[int, int] = {}
+        self._truncated: set[int] = set()
+        self._deadline = monotonic() + self.notebook_timeout
+        self._names = dict(nb.metadata.get("autograder", {}).get("protected_names", {}))
+        self.timeout_func = self._cell_timeout
+        nb, resources = super().preprocess(nb, resources, km)
+        for kind, messages in self._events.items():
+            record(nb, kind, *messages)
+        return nb, resources
+
+    def _cell_timeout(self, cell: NotebookNode) -> int:
+        remaining = self._deadline - monotonic()
+        return max(1, int(min(self.timeout or remaining, remaining)))
+
+    def _note(self, kind: str, message: str) -> None:
+        self._events.setdefault(kind, []).append(message)
+
+    def _stop(self, kind: str, reason: str) -> None:
+        self._note(kind, reason)
+        self._stopped = reason
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: Any, index: int
+    ) -> tuple[NotebookNode, Any]:
+        """Runs one cell within the limits, or marks it as not run."""
+        if cell.cell_type != "code" or not cell.source.strip():
+            return cell, resources
+        if not self._stopped and monotonic() >= self._deadline:
+            self._stop(TIMEOUT, f"the notebook ran past its {self.notebook_timeout} s limit")
+        graded = utils.is_grade(cell)
+        if graded and not self._stopped:
+            self._guard(cell, "before")
+        if self._stopped:
+            cell.outputs = [not_run(f"not run: {self._stopped}")]
+            return cell, resources
+        self._timed_out = False
+        self._output_used[index] = 0
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            where = _where(cell, index)
+            self._stop(ERROR, f"the kernel died in {where} (os._exit, a crash or a kill)")
+            cell.outputs.append(not_run(self._stopped))
+            return cell, resources
+        except CellTimeoutError:
+            # nbclient raises this when the kernel stays silent after the interrupt.
+            self._timed_out = True
+            cell.outputs.append(new_output("error", **self.error_on_timeout))
+        if self._timed_out:
+            self._note(TIMEOUT, f"{_where(cell, index)} ran past its {self.timeout} s limit")
+            if not self._responsive():
+                self._stop(TIMEOUT, "the kernel ignored the interrupt and was stopped")
+        if graded and not self._stopped:
+            self._guard(cell, "after")
+            _errors_first(cell)
+        for output in cell.outputs:
+            if output.output_type == "error" and (
+                output.ename == "MemoryError" or MEMORY_ERROR.search(output.evalue or "")
+            ):
+                self._note(MEMORY, f"{_where(cell, index)} ran out of memory")
+        return cell, resources
+
+    async def _async_handle_timeout(
+        self, timeout: int, cell: NotebookNode | None = None
+    ) -> dict[str, Any] | None:
+        self._timed_out = True
+        return await super()._async_handle_timeout(timeout, cell)
+
+    async def _async_responsive(self) -> bool:
+        """Whether the kernel answers on its shell channel within the grace period."""
+        assert self.kc is not None
+        msg_id = self.kc.kernel_info()
+        deadline = monotonic() + self.interrupt_grace
+        while (remaining := deadline - monotonic()) > 0:
+            try:
+                reply = await self.kc.shell_channel.get_msg(timeout=remaining)
+            except Empty:
+                return False
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return True
+        return False
+
+    _responsive = run_sync(_async_responsive)
+
+    async def _async_guard_request(self, phase: str) -> list[str] | None:
+        """Asks the kernel's guard to restore (``before``) or check (``after``) a test."""
+        assert self.kc is not None
+        request = self.kc.session.msg(REQUEST, {"phase": phase, "names": self._names})
+        self.kc.control_channel.send(request)
+        deadline = monotonic() + self.guard_timeout
+        while (remaining := deadline - monotonic()) > 0:
+            try:
+                reply = await self.kc.control_channel.get_msg(timeout=remaining)
+            except (Empty, TimeoutError):
+                return None
+            parent = reply["parent_header"].get("msg_id")
+            if parent == request["header"]["msg_id"] and reply["msg_type"] == REPLY:
+                return list(reply["content"].get("changes", []))
+        return None
+
+    _guard_request = run_sync(_async_guard_request)
+
+    def _guard(self, cell: NotebookNode, phase: str) -> None:
+        changes = self._guard_request(phase)
+        exercise = _exercise(cell)
+        if changes is None:
+            self._stop(
+                TAMPERED,
+                f"the kernel did not answer the integrity check of {exercise}'s test: "
+                "tests from there on were not run",
+            )
+            if phase == "after":
+                cell.outputs.append(not_run(self._stopped))
+        elif changes and phase == "before":
+            self._note(TAMPERED, f"replaced {', '.join(changes)} (restored before the tests)")
+        elif changes:
+            replaced = ", ".join(changes)
+            reason = f"the code under test replaced {replaced} while {exercise}'s test ran"
+            self._note(TAMPERED, reason + "; that test fails")
+            cell.outputs.append(new_output("error", ename="Tampered", evalue=reason, traceback=[]))
+
+    def output(
+        self, outs: list[NotebookNode], msg: dict, display_id: str | None, cell_index: int
+    ) -> NotebookNode | None:
+        """Keeps a cell's output within ``max_output_chars`` (errors are always kept)."""
+        out = super().output(outs, msg, display_id, cell_index)
+        if out is None or self.max_output_chars < 0:
+            return out
+        used = self._output_used.get(cell_index, 0)
+        room = self.max_output_chars - used
+        size = _size(out)
+        self._output_used[cell_index] = used + size
+        if size <= room:
+            return out
+        if out.output_type == "error":
+            out.evalue = out.evalue[:2000]
+            out.traceback = [line[:2000] for line in out.traceback[-50:]]
+        elif out.output_type == "stream" and room > 0:
+            out.text = out.text[:room]
+        elif out in outs and not display_id:
+            outs.remove(out)
+        if cell_index not in self._truncated:
+            self._truncated.add(cell_index)
+            notice = f"\n[output cut by the grader at {self.max_output_chars} characters]\n"
+            outs.append(new_output("stream", name="stdout", text=notice))
+        return out
+
+
+def _errors_first(cell: NotebookNode) -> None:
+    """Puts a failed test's errors before a result that nbgrader would read as partial credit."""
+    kinds = [output.output_type for output in cell.outputs]
+    if "error" in kinds and "execute_result" in kinds[: kinds.index("error")]:
+        errors = [output for output in cell.outputs if output.output_type == "error"]
+        others = [output for output in cell.outputs if output.output_type != "error"]
+        cell.outputs = errors + others

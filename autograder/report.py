@@ -1,0 +1,238 @@
+"""What the class did: pass rate per exercise, the pitfalls it fell into, and a plot.
+
+Written from the status file, the gradebook and the autograded notebooks, as
+``exports/<assignment>_report.md`` and ``exports/<assignment>_report.png``. A failing
+test's message names its pitfall (the course's helpers write ``Pitfall: <title>.``), so
+counting those per exercise shows which pitfalls the class falls into. An answer that is
+the same code (same syntax tree, comments and layout aside) as a plausible wrong answer
+in ``autograder/fixtures/<assignment>/wrong_answers.py`` is reported by that name.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+
+from autograder.check import failure_text
+from autograder.course import Course
+from autograder.export import exercise_ids, grade_rows
+from autograder.fixtures import FIXTURES, load_wrong_answers
+from autograder.outcome import STATUSES
+from autograder.status import load_status
+
+PITFALL_NAMED = re.compile(r"Pitfall: (?P<title>[^.]+)\.")
+
+
+@dataclass
+class ExerciseSummary:
+    """How the class did on one exercise.
+
+    Attributes:
+        name: The exercise, for example ``q1``.
+        points: Points available.
+        graded: Students graded on it.
+        passed: Students who earned all its points.
+        pitfalls: Pitfall title -> students whose failing test named it.
+        wrong_answers: Name of a known wrong answer -> students who gave it.
+    """
+
+    name: str
+    points: float
+    graded: int = 0
+    passed: int = 0
+    pitfalls: Counter[str] = field(default_factory=Counter)
+    wrong_answers: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def pass_rate(self) -> float:
+        """The share of graded students who passed, 0 when none was graded."""
+        return self.passed / self.graded if self.graded else 0.0
+
+
+@dataclass(frozen=True)
+class Report:
+    """The class report and where it was written.
+
+    Attributes:
+        markdown: The report, ``exports/<assignment>_report.md``.
+        plot: The pass-rate plot, ``exports/<assignment>_report.png``.
+        exercises: One summary per exercise, in notebook order.
+        statuses: Students per status.
+    """
+
+    markdown: Path
+    plot: Path
+    exercises: list[ExerciseSummary]
+    statuses: Counter[str]
+
+
+def _shape(source: str) -> str | None:
+    """The answer's syntax tree without docstrings: equal for the same code, however laid out."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        value = first.value if isinstance(first, ast.Expr) else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def known_wrong_answers(assignment: str, fixtures: Path = FIXTURES) -> dict[str, dict[str, str]]:
+    """Returns ``{answer grade_id: {code shape: wrong answer name}}`` from the fixture spec."""
+    shapes: dict[str, dict[str, str]] = {}
+    for name, answers in load_wrong_answers(assignment, fixtures).items():
+        for grade_id, source in answers.items():
+            shape = _shape(source)
+            if shape is not None:
+                shapes.setdefault(grade_id, {})[shape] = name
+    return shapes
+
+
+def _answer_for(test_id: str) -> str:
+    return test_id.removesuffix("-tests") + "-answer"
+
+
+def summarize(
+    course: Course, assignment: str, fixtures: Path = FIXTURES
+) -> tuple[list[ExerciseSummary], Counter[str], dict]:
+    """Reads the graded class: per-exercise summaries, students per status, grading details."""
+    students, grading = load_status(course, assignment)
+    rows = {row["student_id"]: row for row in grade_rows(course, assignment, students)}
+    test_ids = exercise_ids(course, assignment)
+    source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
+    points = {
+        cell.metadata.nbgrader["grade_id"]: float(cell.metadata.nbgrader["points"])
+        for cell in source.cells
+        if utils.is_grade(cell)
+    }
+    summaries = {
+        test_id: ExerciseSummary(test_id.removesuffix("-tests"), points[test_id])
+        for test_id in test_ids
+    }
+    shapes = known_wrong_answers(assignment, fixtures)
+    for student in students:
+        if not student.graded:
+            continue
+        path = course.root / "autograded" / student.student_id / assignment / f"{assignment}.ipynb"
+        cells = {
+            cell.metadata.nbgrader["grade_id"]: cell
+            for cell in nbformat.read(path, as_version=4).cells
+            if "nbgrader" in cell.metadata and "grade_id" in cell.metadata.nbgrader
+        }
+        for test_id, summary in summaries.items():
+            summary.graded += 1
+            if float(rows[student.student_id][summary.name]) >= summary.points:
+                summary.passed += 1
+                continue
+            if test_id in cells:
+                titles = set(PITFALL_NAMED.findall(failure_text(cells[test_id])))
+                summary.pitfalls.update(titles)
+            answer = cells.get(_answer_for(test_id))
+            known = shapes.get(_answer_for(test_id), {})
+            if answer is not None and (name := known.get(_shape(answer.source) or "")):
+                summary.wrong_answers[name] += 1
+    statuses = Counter(student.status for student in students)
+    return list(summaries.values()), statuses, grading
+
+
+def plot_pass_rates(exercises: list[ExerciseSummary], path: Path, title: str) -> Path:
+    """Draws the pass rate of each exercise as horizontal bars (PNG, Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    names = [summary.name for summary in exercises]
+    rates = [100 * summary.pass_rate for summary in exercises]
+    figure, axes = plt.subplots(figsize=(6, 0.5 * len(names) + 1.2))
+    bars = axes.barh(names, rates, color="#4c72b0")
+    axes.bar_label(bars, labels=[f"{rate:.0f}%" for rate in rates], padding=3)
+    axes.set_xlim(0, 110)
+    axes.invert_yaxis()  # q1 on top, as in the notebook
+    axes.set_xlabel("students who passed (%)")
+    axes.set_title(title)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(figure)
+    return path
+
+
+def _counts(exercises: list[ExerciseSummary], counter: str, shown: str) -> list[str]:
+    """One line per exercise and counted item, most frequent first."""
+    return [
+        f"- {summary.name}: {shown.format(item)} ({count} students)"
+        for summary in exercises
+        for item, count in getattr(summary, counter).most_common()
+    ]
+
+
+def _markdown(
+    assignment: str,
+    exercises: list[ExerciseSummary],
+    statuses: Counter[str],
+    grading: dict,
+    attention: list[tuple[str, str, str]],
+    plot: Path,
+) -> str:
+    lines = [f"# {assignment}: class report", ""]
+    lines.append(f"Sandbox: {grading.get('sandbox', 'unknown (not autograded yet)')}.")
+    if grading.get("limits"):
+        limits = grading["limits"]
+        lines.append(
+            f"Limits: {limits['cell_timeout']} s per cell, {limits['notebook_timeout']} s "
+            f"per notebook, {limits['memory_mb']} MB of memory."
+        )
+    lines += ["", "## Students per status", "", "| status | students |", "|---|---|"]
+    lines += [f"| {status} | {statuses.get(status, 0)} |" for status in STATUSES]
+    lines += ["", "## Exercises", "", f"![pass rates]({plot.name})", ""]
+    lines += ["| exercise | points | passed | pass rate |", "|---|---|---|---|"]
+    for summary in exercises:
+        lines.append(
+            f"| {summary.name} | {summary.points:g} | {summary.passed}/{summary.graded} "
+            f"| {100 * summary.pass_rate:.0f}% |"
+        )
+    lines += ["", "## Pitfalls the class fell into", ""]
+    lines += _counts(exercises, "pitfalls", "{}") or ["None named by a failing test."]
+    lines += ["", "## Recognised wrong answers", ""]
+    lines += _counts(exercises, "wrong_answers", "`{}`") or ["None of the known wrong answers."]
+    lines += ["", "## Students to look at", ""]
+    lines += [f"- {student}: {status}: {message}" for student, status, message in attention]
+    lines += [] if attention else ["Every student was graded with status ok."]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(course: Course, assignment: str, fixtures: Path = FIXTURES) -> Report:
+    """Writes the class report and its plot to ``exports/``.
+
+    Args:
+        course: A course where the assignment has been graded.
+        assignment: The assignment id.
+        fixtures: Where the known wrong answers are specified.
+
+    Returns:
+        The report, with the paths written.
+    """
+    exercises, statuses, grading = summarize(course, assignment, fixtures)
+    plot = plot_pass_rates(
+        exercises, course.exports / f"{assignment}_report.png", f"{assignment}: pass rates"
+    )
+    students, _ = load_status(course, assignment)
+    attention = [
+        (student.student_id, student.status, student.message)
+        for student in students
+        if student.status != "ok"
+    ]
+    markdown = course.exports / f"{assignment}_report.md"
+    markdown.write_text(_markdown(assignment, exercises, statuses, grading, attention, plot))
+    return Report(markdown, plot, exercises, statuses)

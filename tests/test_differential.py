@@ -1,0 +1,98 @@
+"""Plain nbgrader and this grader give the same grade to every test of honest submissions.
+
+Plain nbgrader (its own Execute, a fresh kernel per notebook, no sandbox) grades a
+subset of the fixtures through its command line; this grader (forked kernels, sandbox,
+restored tests, guard) grades the same students in another course. Every test cell must
+get the same score. The subset keeps the test short: plain nbgrader takes seconds per
+notebook; ``test_pipeline.py`` checks every fixture against ``expected_scores.csv``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.build import build
+from autograder.collect import collect
+from autograder.course import Course, assignment_ids
+from autograder.fixtures import load_wrong_answers, submissions_folder
+from autograder.limits import Limits
+from autograder.parallel import grade_students
+from autograder.sandbox import course_sandbox
+
+ASSIGNMENTS = assignment_ids()
+# An honest subset: full marks, another correct solution, a PyTorch warning, a wrong answer.
+HONEST = ("perfect", "alternative_correct_answers", "correct_with_torch_warning")
+
+
+def _subset(assignment: str) -> list[str]:
+    wrong = sorted(load_wrong_answers(assignment))
+    return [*HONEST, next(name for name in wrong if name not in HONEST)]
+
+
+def _course(root: Path, assignment: str) -> Course:
+    course = Course.at(root, release=root / "release")
+    build(course, [assignment])
+    folder = root / "incoming"
+    for student in _subset(assignment):
+        shutil.copytree(submissions_folder(assignment) / student, folder / student)
+    collect(course, assignment, folder)
+    return course
+
+
+def _grades(course: Course, assignment: str) -> dict[tuple[str, str], float | None]:
+    with Gradebook(f"sqlite:///{course.gradebook}") as gradebook:
+        return {
+            (student, grade.name): grade.auto_score
+            for student in _subset(assignment)
+            for notebook in gradebook.find_submission(assignment, student).notebooks
+            for grade in notebook.grades
+        }
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict[str, Course]:
+    """Each assignment's subset graded by ``nbgrader autograde``, both at once."""
+    courses, runs = {}, []
+    for assignment in ASSIGNMENTS:
+        root = tmp_path_factory.mktemp(f"plain-{assignment}")
+        courses[assignment] = _course(root, assignment)
+        courses[assignment].write_nbgrader_config()
+        nbgrader = Path(sys.executable).with_name("nbgrader")
+        command = [str(nbgrader), "autograde", assignment, "--force"]
+        runs.append(
+            subprocess.Popen(
+                command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            )
+        )
+    for run in runs:
+        _, errors = run.communicate(timeout=600)
+        assert run.returncode == 0, errors[-2000:]
+    return courses
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory) -> dict[str, Course]:
+    courses = {}
+    for assignment in ASSIGNMENTS:
+        course = _course(tmp_path_factory.mktemp(f"ours-{assignment}"), assignment)
+        students = collect(course, assignment, course.root / "incoming")
+        graded = grade_students(
+            course, assignment, students, jobs=2, limits=Limits(), sandbox=course_sandbox(course)
+        )
+        assert {student.status for student in graded} == {"ok"}, graded
+        courses[assignment] = course
+    return courses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_gets_the_score_plain_nbgrader_gives(plain, ours, assignment: str):
+    expected = _grades(plain[assignment], assignment)
+    assert expected and all(score is not None for score in expected.values())
+    assert _grades(ours[assignment], assignment) == expected

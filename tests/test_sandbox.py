@@ -1,0 +1,184 @@
+"""The sandbox and the zygote: what a student's kernel can see, keep and leave behind."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat import v4
+
+from autograder.course import REPO, Course
+from autograder.grade import forked_kernels
+from autograder.limits import Limits
+from autograder.sandbox import bwrap_arguments, course_sandbox, detect_sandbox
+from autograder.zygote import Zygote
+
+
+def test_bwrap_arguments_hide_private_paths_and_open_mount_points(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "fixtures").mkdir(parents=True)
+    (package / "secret.db").write_text("")
+    writable = tmp_path / "run"
+    arguments = bwrap_arguments(
+        writable, packages=[package], hidden=[package / "fixtures", package / "secret.db"]
+    )
+    pairs = list(itertools.pairwise(arguments))
+    assert ("--ro-bind", str(package)) in pairs
+    assert ("--tmpfs", str(package / "fixtures")) in pairs
+    assert ("--ro-bind", os.devnull) in pairs  # files are covered by /dev/null
+    assert ("--bind", str(writable.resolve())) in pairs
+    assert "--unshare-net" in arguments and "--unshare-pid" in arguments
+    # Mount points bubblewrap creates are opened to the kernels' uid.
+    assert ("--dir", str(tmp_path.resolve())) in pairs
+
+
+def test_a_sandbox_turned_off_says_so():
+    sandbox = detect_sandbox(enabled=False)
+    assert not sandbox.enabled
+    assert sandbox.describe().startswith("off (turned off with --no-sandbox)")
+    assert sandbox.wrap(["true"], Path("/tmp")) == ["true"]
+
+
+SANDBOX = course_sandbox(Course.repository())
+needs_bwrap = pytest.mark.skipif(not SANDBOX.enabled, reason=f"sandbox off: {SANDBOX.reason}")
+
+
+@needs_bwrap
+def test_the_sandbox_hides_the_course_and_the_network(built_course: Course, tmp_path):
+    sandbox = course_sandbox(built_course)
+    probe = """
+import os, socket, sys
+from pathlib import Path
+root, repo = Path(sys.argv[1]), Path(sys.argv[2])
+print("gradebook", (root / "gradebook.db").exists())
+print("source", (root / "build" / "source").exists())
+print("solutions", (repo / "solutions").exists())
+print("fixtures", any((repo / "autograder" / "fixtures").iterdir()))
+print("src", (repo / "src" / "autograd_pitfalls" / "checks.py").exists())
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("network True")
+except OSError:
+    print("network False")
+try:
+    (repo / "autograder" / "written").write_text("x")
+    print("write True")
+except OSError:
+    print("write False")
+"""
+    writable = tmp_path / "run"
+    writable.mkdir()
+    command = [sys.executable, "-c", probe, str(built_course.root), str(REPO)]
+    result = subprocess.run(
+        sandbox.wrap(command, writable), capture_output=True, text=True, timeout=60
+    )
+    seen = dict(line.split() for line in result.stdout.splitlines())
+    assert seen == {
+        "gradebook": "False",
+        "source": "False",
+        "solutions": "False",
+        "fixtures": "False",
+        "src": "True",
+        "network": "False",
+        "write": "False",
+    }, result.stderr
+
+
+@pytest.fixture(scope="module", params=["bubblewrap", "no sandbox"])
+def zygote(request):
+    sandbox = SANDBOX if request.param == "bubblewrap" else detect_sandbox(enabled=False)
+    if request.param == "bubblewrap" and not SANDBOX.enabled:
+        pytest.skip(f"sandbox off: {SANDBOX.reason}")
+    with (
+        tempfile.TemporaryDirectory(prefix="autograder-test-") as run,
+        Zygote(sandbox, Path(run), Limits(cell_timeout=30)) as kernels,
+        forked_kernels(kernels),
+    ):
+        yield kernels
+
+
+def _run(*sources: str) -> list[str]:
+    """Runs the cells in a fresh forked kernel; returns each cell's stdout or error."""
+    notebook = v4.new_notebook(cells=[v4.new_code_cell(source) for source in sources])
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    client = NotebookClient(notebook, timeout=30, allow_errors=True, kernel_name="python3")
+    client.execute()
+    results = []
+    for cell in notebook.cells:
+        text = ""
+        for output in cell.outputs:
+            if output.output_type == "stream":
+                text += output.text
+            elif output.output_type == "error":
+                text += f"{output.ename}: {output.evalue}"
+        results.append(text.strip())
+    return results
+
+
+@pytest.mark.slow
+def test_each_kernel_starts_without_what_the_previous_one_did(zygote):
+    first = _run(
+        "import os, torch\ntorch.leaked = 1\nopen('left.txt', 'w').write('x')\n"
+        "print(os.getuid(), os.getcwd())"
+    )
+    second = _run(
+        "import os, torch\n"
+        "print(hasattr(torch, 'leaked'), os.path.exists('left.txt'), os.getuid(), os.getcwd())"
+    )
+    uid_first, cwd_first = first[0].split()
+    leaked, left, uid_second, cwd_second = second[0].split()
+    assert (leaked, left) == ("False", "False")
+    assert cwd_first != cwd_second
+    if zygote.sandbox.separate_uids:
+        assert uid_first != uid_second and int(uid_first) > 0
+
+
+@pytest.mark.slow
+def test_nothing_a_kernel_started_outlives_it(zygote):
+    marker = f"autograder-test-{uuid.uuid4().hex}"
+    started = _run(
+        "import subprocess, sys\n"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'],"
+        " start_new_session=True)\nprint(p.pid)"
+    )
+    assert started[0].isdigit()
+    alive = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and entry.isdigit() and int(entry) != os.getpid():
+            alive.append(entry)
+    assert alive == []
+
+
+@pytest.mark.slow
+def test_the_memory_limit_stops_a_20_gb_allocation(zygote):
+    result = _run("import torch\nx = torch.ones(5 * 2**30)", "print('still here')")
+    assert "can't allocate memory" in result[0]
+    assert result[1] == "still here"
+
+
+@pytest.mark.slow
+def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_course: Course):
+    path = built_course.source / "01_leaf_tensors" / "01_leaf_tensors.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(notebook, timeout=60, allow_errors=True, kernel_name="python3")
+    client.execute()
+    errors = [
+        output.ename
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "raises-exception" not in cell.metadata.get("tags", [])
+        for output in cell.outputs
+        if output.output_type == "error"
+    ]
+    assert errors == []
