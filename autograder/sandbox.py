@@ -41,6 +41,9 @@ ROOT_CAPABILITIES = (
     "CAP_DAC_OVERRIDE",
     "CAP_FOWNER",
 )
+# Uids of students' kernels: far above any real user's, one block per worker.
+UID_BASE = 2_100_000_000
+UID_BLOCK = 1_000_000
 SYSTEM_DIRS = ("/usr", "/etc")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
@@ -132,8 +135,11 @@ def bwrap_arguments(
             arguments += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             arguments += ["--ro-bind", link, link]
+    # The private /tmp comes before the binds: a later mount covers an earlier one,
+    # and the virtual environment or the course may well live under /tmp.
+    arguments += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     mounted = [Path(directory) for directory in SYSTEM_DIRS]
-    made: set[Path] = set()
+    made: set[Path] = {Path("/tmp")}
     for folder in [*_mounts_for_python(), *(Path(p).resolve() for p in packages)]:
         if not _under(folder, mounted):
             arguments += _parents(folder, made)
@@ -146,9 +152,8 @@ def bwrap_arguments(
                 arguments += ["--tmpfs", str(path)]
             else:
                 arguments += ["--ro-bind", os.devnull, str(path)]
-    arguments += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     writable = Path(writable).resolve()
-    arguments += _parents(writable, {Path("/tmp")} | made)
+    arguments += _parents(writable, made)
     arguments += ["--bind", str(writable), str(writable), "--chdir", str(writable)]
     arguments += [*UNSHARE, "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     if os.geteuid() == 0:
@@ -165,6 +170,20 @@ def _open_to_others(path: Path) -> bool:
         if not folder.exists() or not folder.stat().st_mode & 0o001:
             return False
     return bool(path.stat().st_mode & 0o004)
+
+
+@functools.cache
+def _can_switch_to_student_uids() -> bool:
+    """Whether this process may run a program as the students' uids.
+
+    Root inside a container whose user namespace maps only some uids cannot.
+    """
+    for uid in (UID_BASE, UID_BASE + 10 * UID_BLOCK):
+        try:
+            subprocess.run(["true"], user=uid, group=uid, extra_groups=[], check=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return False
+    return True
 
 
 @functools.cache
@@ -197,7 +216,7 @@ def detect_sandbox(
         The sandbox to use; ``bwrap`` is None, with a reason, when it is off.
     """
     packages = tuple(Path(p) for p in packages)
-    separate_uids = sys.platform == "linux" and os.geteuid() == 0
+    separate_uids = sys.platform == "linux" and os.geteuid() == 0 and _can_switch_to_student_uids()
     found = shutil.which("bwrap")
     if not enabled:
         reason = "turned off with --no-sandbox"

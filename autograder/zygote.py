@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.limits import Limits
-from autograder.sandbox import Sandbox
+from autograder.sandbox import UID_BASE, UID_BLOCK, Sandbox
 
 # Imported once in the zygote; every kernel starts with them loaded. torch._dynamo is
 # what the first torch.optim optimiser imports (about 1.5 s).
@@ -65,9 +65,6 @@ PRELOAD = (
 # Kernels get only these variables of the grader's environment (no tokens, no secrets).
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL", "USER", "LOGNAME")
 ENV_KEPT_PREFIXES = ("LC_", "JPY_", "NBGRADER_", "OMP_", "MKL_", "OPENBLAS_")
-# Uids of students' kernels: far above any real user's, one block per worker.
-UID_BASE = 2_100_000_000
-UID_BLOCK = 1_000_000
 START_TIMEOUT = 180  # seconds; the zygote imports torch inside the sandbox
 
 _PR_SET_PDEATHSIG = 1
@@ -291,20 +288,41 @@ class _Server:
         return {"killed": killed, "left": left}
 
 
+def _mount_points() -> set[Path]:
+    """Returns where something is mounted in this process's view of the file system."""
+    points = set()
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            # Spaces and the like in a path are written as octal escapes (\040).
+            point = line.split()[1].encode().decode("unicode_escape")
+            points.add(Path(point))
+    return points
+
+
 def _empty_scratch_dirs(keep: Path) -> None:
     # The sandbox's /tmp and /dev/shm are shared by the kernels this zygote forks, one
-    # after another: nothing a student wrote there may reach the next one.
-    for scratch in (Path("/tmp"), Path("/dev/shm")):
-        if not scratch.is_dir():
-            continue
-        for entry in scratch.iterdir():
-            if entry == keep or entry in keep.parents:
+    # after another: nothing a student wrote there may reach the next one. What the
+    # sandbox mounted there (the writable folder, a virtual environment or the course
+    # when they live under /tmp) is not the students' and stays; the folders leading to
+    # it are emptied of anything else.
+    mounted = _mount_points() | {keep}
+    leading = {parent for point in mounted for parent in point.parents}
+
+    def empty(folder: Path) -> None:
+        for entry in folder.iterdir():
+            if entry in mounted:
                 continue
-            if entry.is_dir() and not entry.is_symlink():
+            if entry in leading:
+                empty(entry)
+            elif entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):
                     entry.unlink()
+
+    for scratch in (Path("/tmp"), Path("/dev/shm")):
+        if scratch.is_dir():
+            empty(scratch)
 
 
 def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:

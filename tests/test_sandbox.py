@@ -47,8 +47,43 @@ def test_a_sandbox_turned_off_says_so():
     assert sandbox.wrap(["true"], Path("/tmp")) == ["true"]
 
 
+def test_without_bubblewrap_the_sandbox_is_off_and_says_how_to_get_it(monkeypatch):
+    monkeypatch.setattr("autograder.sandbox.shutil.which", lambda name: None)
+    sandbox = detect_sandbox()
+    assert not sandbox.enabled
+    assert "apt install bubblewrap" in sandbox.describe()
+    assert "student code ran with the grader's file access" in sandbox.describe()
+
+
+def test_kernels_share_the_graders_uid_where_it_cannot_switch_uids(monkeypatch):
+    # Root in a container that maps only some uids cannot become the students' uids.
+    monkeypatch.setattr("autograder.sandbox._can_switch_to_student_uids", lambda: False)
+    sandbox = detect_sandbox()
+    assert not sandbox.separate_uids
+    assert "kernels share the grader's uid" in sandbox.describe()
+
+
 SANDBOX = course_sandbox(Course.repository())
 needs_bwrap = pytest.mark.skipif(not SANDBOX.enabled, reason=f"sandbox off: {SANDBOX.reason}")
+
+
+@needs_bwrap
+def test_folders_under_tmp_stay_visible_inside_the_private_tmp(tmp_path):
+    # CI may clone the course, and so its virtual environment, under /tmp: the
+    # sandbox's private /tmp must not cover the folders mounted into it.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "module.py").write_text("VALUE = 42\n")
+    (tmp_path / "elsewhere.txt").write_text("")
+    writable = tmp_path / "run"
+    writable.mkdir()
+    sandbox = detect_sandbox(packages=[package])
+    probe = "import os, sys; print(os.listdir(sys.argv[1]), os.path.exists(sys.argv[2]))"
+    command = [sys.executable, "-c", probe, str(package), str(tmp_path / "elsewhere.txt")]
+    result = subprocess.run(
+        sandbox.wrap(command, writable), capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "['module.py'] False", result.stderr
 
 
 @needs_bwrap
@@ -125,17 +160,27 @@ def _run(*sources: str) -> list[str]:
 
 @pytest.mark.slow
 def test_each_kernel_starts_without_what_the_previous_one_did(zygote):
+    in_tmp = f"/tmp/autograder-test-{uuid.uuid4().hex}"
     first = _run(
-        "import os, torch\ntorch.leaked = 1\nopen('left.txt', 'w').write('x')\n"
+        "import contextlib, os, torch\ntorch.leaked = 1\nopen('left.txt', 'w').write('x')\n"
+        # /tmp may not even be writable to the student's uid.
+        f"with contextlib.suppress(OSError):\n    open('{in_tmp}', 'w').write('x')\n"
         "print(os.getuid(), os.getcwd())"
     )
     second = _run(
         "import os, torch\n"
-        "print(hasattr(torch, 'leaked'), os.path.exists('left.txt'), os.getuid(), os.getcwd())"
+        "print(hasattr(torch, 'leaked'), os.path.exists('left.txt'), os.getuid(), os.getcwd(),"
+        f" os.path.exists('{in_tmp}'))"
     )
     uid_first, cwd_first = first[0].split()
-    leaked, left, uid_second, cwd_second = second[0].split()
+    leaked, left, uid_second, cwd_second, left_in_tmp = second[0].split()
     assert (leaked, left) == ("False", "False")
+    if zygote.sandbox.enabled:
+        # The sandbox's private /tmp is emptied between students.
+        assert left_in_tmp == "False"
+    else:
+        # Without the sandbox /tmp is the machine's: the README says so.
+        Path(in_tmp).unlink(missing_ok=True)
     assert cwd_first != cwd_second
     if zygote.sandbox.separate_uids:
         assert uid_first != uid_second and int(uid_first) > 0
