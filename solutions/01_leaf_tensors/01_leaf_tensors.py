@@ -243,10 +243,13 @@ def _check_predictions(predictions: dict, truth: dict, names: list[str]) -> None
 
 
 predictions = predict_snippet()
+# Plain dicts of plain True/False: then == below compares what you predicted, nothing else.
+assert type(predictions) is dict, f"return a dict, not {type(predictions).__name__}"
 assert set(predictions) == {"x", "w", "p", "m", "h", "s", "d", "loss"}, sorted(predictions)
 for name, row in predictions.items():
+    assert type(row) is dict, f"{name}: use a dict, not {type(row).__name__}"
     assert set(row) == {"is_leaf", "has_grad_fn", "has_grad"}, f"{name}: keys {sorted(row)}"
-    assert all(isinstance(value, bool) for value in row.values()), f"{name}: use True/False"
+    assert all(type(value) is bool for value in row.values()), f"{name}: use True/False"
 for device in devices():
     _check_predictions(predictions, _snippet_truth(device), ["x", "w", "loss"])
 ### BEGIN HIDDEN TESTS
