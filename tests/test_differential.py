@@ -1,10 +1,10 @@
 """Plain nbgrader and this grader give the same grade to every test of honest submissions.
 
-Plain nbgrader (its own Execute, a fresh kernel per notebook, no sandbox) grades a
-subset of the fixtures through its command line; this grader (forked kernels, sandbox,
-restored tests, guard) grades the same students in another course. Every test cell must
-get the same score. The subset keeps the test short: plain nbgrader takes seconds per
-notebook; ``test_pipeline.py`` checks every fixture against ``expected_scores.csv``.
+Plain nbgrader (its own Execute, a fresh kernel per notebook, no sandbox) grades every
+fixture student of every assignment through its command line, with the course's
+``nbgrader_config.py``; this grader (forked kernels, sandbox, restored tests, guard)
+grades the same students in another course. Every test cell must get the same score.
+The hostile fixtures are left out on purpose: there the two must differ.
 """
 
 from __future__ import annotations
@@ -20,26 +20,24 @@ from nbgrader.api import Gradebook
 from autograder.build import build
 from autograder.collect import collect
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import load_wrong_answers, submissions_folder
+from autograder.fixtures import submissions_folder
 from autograder.limits import Limits
 from autograder.parallel import grade_students
 from autograder.sandbox import course_sandbox
 
 ASSIGNMENTS = assignment_ids()
-# An honest subset: full marks, another correct solution, a PyTorch warning, a wrong answer.
-HONEST = ("perfect", "alternative_correct_answers", "correct_with_torch_warning")
 
 
-def _subset(assignment: str) -> list[str]:
-    wrong = sorted(load_wrong_answers(assignment))
-    return [*HONEST, next(name for name in wrong if name not in HONEST)]
+def _students(assignment: str) -> list[str]:
+    """Every fixture student of ``assignment``: right, wrong, blank, warning."""
+    return sorted(path.name for path in submissions_folder(assignment).iterdir())
 
 
 def _course(root: Path, assignment: str) -> Course:
     course = Course.at(root, release=root / "release")
     build(course, [assignment])
     folder = root / "incoming"
-    for student in _subset(assignment):
+    for student in _students(assignment):
         shutil.copytree(submissions_folder(assignment) / student, folder / student)
     collect(course, assignment, folder)
     return course
@@ -49,7 +47,7 @@ def _grades(course: Course, assignment: str) -> dict[tuple[str, str], float | No
     with Gradebook(f"sqlite:///{course.gradebook}") as gradebook:
         return {
             (student, grade.name): grade.auto_score
-            for student in _subset(assignment)
+            for student in _students(assignment)
             for notebook in gradebook.find_submission(assignment, student).notebooks
             for grade in notebook.grades
         }
@@ -57,7 +55,7 @@ def _grades(course: Course, assignment: str) -> dict[tuple[str, str], float | No
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory) -> dict[str, Course]:
-    """Each assignment's subset graded by ``nbgrader autograde``, both at once."""
+    """Every assignment's fixtures graded by ``nbgrader autograde``, both at once."""
     courses, runs = {}, []
     for assignment in ASSIGNMENTS:
         root = tmp_path_factory.mktemp(f"plain-{assignment}")

@@ -230,3 +230,22 @@ def test_grading_step_by_step_gives_the_grades_of_grade(graded, submissions, tmp
     for row in rows:
         assert row == expected[row["student_id"]]
     assert write_report(course, assignment).markdown.is_file()
+
+
+@pytest.mark.slow
+def test_without_the_sandbox_grades_are_the_same_and_every_output_says_it_was_off(
+    graded, submissions, tmp_path
+):
+    # What an instructor without bubblewrap gets (here turned off on purpose).
+    assignment = ASSIGNMENTS[0]
+    folder = tmp_path / "few"
+    for student in ("perfect", "blank"):
+        shutil.copytree(submissions[assignment] / student, folder / student)
+    course = Course.at(tmp_path / "course", release=tmp_path / "course" / "release")
+    result = grade_class(course, assignment, folder, sandbox=False)
+    expected = {row["student_id"]: row for row in graded[assignment].rows}
+    for row in result.rows:
+        assert row["sandbox"] == "off"
+        assert {**row, "sandbox": "on"} == {**expected[row["student_id"]], "sandbox": "on"}
+    assert result.report is not None
+    assert "Sandbox: off (turned off with --no-sandbox)" in result.report.markdown.read_text()
