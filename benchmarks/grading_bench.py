@@ -77,7 +77,8 @@ def kernel_floor(repeats: int = 3) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        manager, client = start_new_kernel(kernel_name="python3")
+        # ipykernel warns on stderr about its unencrypted TCP sockets: not a result.
+        manager, client = start_new_kernel(kernel_name="python3", stderr=subprocess.DEVNULL)
         client.execute_interactive("import torch", timeout=120)
         times.append(time.perf_counter() - start)
         client.stop_channels()
