@@ -102,15 +102,23 @@ def _limits(args: argparse.Namespace) -> Limits:
     )
 
 
+def _id_width(ids: list[str]) -> int:
+    """Width of the student id column: the longest id, so the next column lines up."""
+    return max(map(len, ids), default=0)
+
+
 def _print_students(students: list[Submission]) -> None:
+    width = _id_width([student.student_id for student in students])
     for student in students:
-        line = f"{student.student_id:<32} {student.status}"
+        line = f"{student.student_id:<{width}}  {student.status}"
         print(line + (f"  ({student.message})" if student.message else ""))
 
 
 def _print_rows(rows: list[dict]) -> None:
+    width = _id_width([row["student_id"] for row in rows])
     for row in rows:
-        line = f"{row['student_id']:<32} {row['score']:g}/{row['max_score']:g}  {row['status']}"
+        score = f"{row['score']:g}/{row['max_score']:g}"
+        line = f"{row['student_id']:<{width}}  {score:>7}  {row['status']}"
         print(line + (f"  ({row['message']})" if row["message"] else ""))
 
 

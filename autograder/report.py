@@ -171,7 +171,7 @@ def plot_pass_rates(exercises: list[ExerciseSummary], path: Path, title: str) ->
 def _counts(exercises: list[ExerciseSummary], counter: str, shown: str) -> list[str]:
     """One line per exercise and counted item, most frequent first."""
     return [
-        f"- {summary.name}: {shown.format(item)} ({count} students)"
+        f"- {summary.name}: {shown.format(item)} ({count} student{'' if count == 1 else 's'})"
         for summary in exercises
         for item, count in getattr(summary, counter).most_common()
     ]

@@ -117,7 +117,8 @@ def _put_back_missing(
         if not grade_id or grade_id in found:
             continue
         if not (utils.is_grade(model) or utils.is_locked(model)):
-            issues.append(f"{grade_id} is missing (an answer cell: nothing to restore)")
+            # Its code, if the cell is still there without metadata, runs as any cell.
+            issues.append(f"{grade_id} was deleted or lost its nbgrader metadata (an answer cell)")
             continue
         before = [found[_grade_id(c)] for c in template[:position] if _grade_id(c) in found]
         after = [found[_grade_id(c)] for c in template[position:] if _grade_id(c) in found]
