@@ -432,6 +432,10 @@ def kernel_environment(base: dict[str, str], slot: KernelSlot) -> dict[str, str]
         TMPDIR=str(slot.work),
         PWD=str(slot.work),
         PYTHONDONTWRITEBYTECODE="1",
+        # Grades must not depend on the grader's hardware, and CUDA cannot start under
+        # the address-space cap (it reserves far more than it uses): the tests run on
+        # the CPU, decided here rather than by a failing CUDA initialisation.
+        CUDA_VISIBLE_DEVICES="",
     )
     return env
 

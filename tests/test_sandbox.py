@@ -227,3 +227,13 @@ def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_
         if output.output_type == "error"
     ]
     assert errors == []
+
+
+@pytest.mark.slow
+def test_grading_kernels_run_the_tests_on_the_cpu(zygote):
+    # Grades must not depend on whether the grader's machine has a GPU.
+    seen = _run(
+        "import os\nfrom autograd_pitfalls import devices\n"
+        "print(repr(os.environ['CUDA_VISIBLE_DEVICES']), devices())"
+    )
+    assert seen == ["'' [device(type='cpu')]"]
