@@ -16,6 +16,7 @@ from pathlib import Path
 import graphviz
 import pytest
 import torch
+from custom_functions import Scale
 from torch import nn
 
 from autograd_pitfalls import InplaceLog, Report, diagnose, to_dot, track_inplace
@@ -335,17 +336,6 @@ def test_diagnose_without_tracking_says_how_to_get_the_line(monkeypatch: pytest.
 
 
 def test_diagnose_names_stale_tensor_of_custom_function():
-    class Scale(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, u, v):
-            ctx.save_for_backward(u, v)
-            return u * v
-
-        @staticmethod
-        def backward(ctx, grad):
-            u, v = ctx.saved_tensors
-            return grad * v, grad * u
-
     u = torch.ones(2, requires_grad=True)
     v = torch.ones(2)
     with track_inplace():

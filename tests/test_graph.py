@@ -11,6 +11,7 @@ from pathlib import Path
 import graphviz
 import pytest
 import torch
+from custom_functions import Scale
 
 from autograd_pitfalls import InplaceLog, draw, to_dot, track_inplace
 from autograd_pitfalls.checks import devices
@@ -68,20 +69,6 @@ def sigmoid_zeroed(device: torch.device) -> Graph:
     s = torch.sigmoid(z)
     s.detach().zero_()  # shares s's version counter: autograd sees this write
     return (s,), {"z": z, "s": s}
-
-
-class Scale(torch.autograd.Function):
-    """u * v, saving both with ctx.save_for_backward."""
-
-    @staticmethod
-    def forward(ctx, u, v):
-        ctx.save_for_backward(u, v)
-        return u * v
-
-    @staticmethod
-    def backward(ctx, grad):
-        u, v = ctx.saved_tensors
-        return grad * v, grad * u
 
 
 def custom_function_stale(device: torch.device) -> Graph:
