@@ -18,6 +18,8 @@ from autograd_pitfalls import (
     expect_error,
     expect_warning,
     explain,
+    on_meta,
+    to_meta,
 )
 from autograd_pitfalls.checks import show_warnings_on_stdout
 
@@ -170,3 +172,57 @@ def test_expect_warning_shortens_long_warnings(capsys):
         warnings.warn("head\n" + "\n".join(f"line {i}" for i in range(20)), stacklevel=1)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "UserWarning: head" and printed[1] == "  ..." and len(printed) == 6
+
+
+def _wrap_clone(values: torch.Tensor) -> nn.Parameter:
+    return nn.Parameter(values.clone())
+
+
+def _buffer_on_cpu(values: torch.Tensor) -> torch.Tensor:
+    buffer = torch.zeros(values.shape)  # the device bug: no device=
+    return buffer + values
+
+
+def _through_python_numbers(values: torch.Tensor) -> nn.Parameter:
+    return nn.Parameter(torch.tensor(values.tolist()))
+
+
+def _returns_cpu_copy(values: torch.Tensor) -> torch.Tensor:
+    return values.cpu().clone()
+
+
+def test_to_meta_keeps_parameters_leaves_and_structure():
+    leaf = torch.ones(2, requires_grad=True)
+    moved = to_meta({"p": nn.Parameter(torch.ones(3)), "xs": [leaf, leaf * 2], "k": 4})
+    assert isinstance(moved["p"], nn.Parameter) and moved["p"].device.type == "meta"
+    assert moved["xs"][0].is_leaf and moved["xs"][0].requires_grad
+    assert not moved["xs"][1].requires_grad  # a non-leaf arrives detached
+    assert moved["k"] == 4
+    module = to_meta(nn.Linear(2, 3))
+    assert module.weight.device.type == "meta" and isinstance(module.weight, nn.Parameter)
+
+
+def test_on_meta_returns_what_a_device_following_function_returns():
+    result = on_meta(_wrap_clone, torch.ones(3))
+    assert isinstance(result, nn.Parameter) and result.device.type == "meta"
+
+
+@pytest.mark.parametrize(
+    "function",
+    [_buffer_on_cpu, _through_python_numbers, _returns_cpu_copy],
+    ids=lambda f: f.__name__,
+)
+def test_on_meta_catches_tensors_built_on_the_cpu(function):
+    with pytest.raises(AssertionError) as caught:
+        on_meta(function, torch.ones(3))
+    message = str(caught.value)
+    assert function.__name__ in message
+    assert PITFALLS["wrong-device"].title in message
+
+
+def test_on_meta_names_the_returned_tensor_on_the_wrong_device():
+    def pair(values):
+        return values * 2, torch.zeros(1)
+
+    with pytest.raises(AssertionError, match=r"result\[1\] is on cpu"):
+        on_meta(pair, torch.ones(3), name="pair(values)")

@@ -6,6 +6,8 @@ from autograd_pitfalls.checks import (
     assert_version,
     compare,
     devices,
+    on_meta,
+    to_meta,
 )
 from autograd_pitfalls.diagnose import Finding, Report, diagnose
 from autograd_pitfalls.errors import expect_error, expect_warning
@@ -29,6 +31,8 @@ __all__ = [
     "expect_error",
     "expect_warning",
     "explain",
+    "on_meta",
     "to_dot",
+    "to_meta",
     "track_inplace",
 ]

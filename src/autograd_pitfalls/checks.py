@@ -6,11 +6,14 @@ The exercise tests call these instead of bare ``assert`` so that a failing learn
 
 from __future__ import annotations
 
+import copy
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 from autograd_pitfalls.pitfalls import explain
 
@@ -20,8 +23,12 @@ __all__ = [
     "assert_version",
     "compare",
     "devices",
+    "on_meta",
     "show_warnings_on_stdout",
+    "to_meta",
 ]
+
+META = torch.device("meta")
 
 
 def devices() -> list[torch.device]:
@@ -36,12 +43,91 @@ def devices() -> list[torch.device]:
     return found
 
 
-def _describe_tensor(tensor: torch.Tensor) -> str:
-    grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else None
-    return (
-        f"shape {tuple(tensor.shape)}, device {tensor.device}, "
-        f"requires_grad={tensor.requires_grad}, grad_fn={grad_fn}"
-    )
+def to_meta(value: Any) -> Any:
+    """Returns a copy of ``value`` with every tensor on the ``meta`` device.
+
+    Meta tensors have a shape, a dtype and autograd, but no data. A function that follows
+    its input's device runs on them; one that builds a tensor on the CPU whatever the
+    input's device fails or returns a CPU tensor. So a CPU-only machine can catch the device
+    bug a GPU would show.
+
+    Args:
+        value: A tensor, ``nn.Parameter`` or ``nn.Module``, or a list, tuple or dict of
+            them; anything else is returned as it is.
+
+    Returns:
+        The same structure on ``meta``: Parameters stay Parameters, leaves that require grad
+        stay such leaves, modules are deep-copied (``to_empty``: their values are lost).
+    """
+    if isinstance(value, nn.Parameter):
+        return nn.Parameter(value.detach().to(META), requires_grad=value.requires_grad)
+    if isinstance(value, torch.Tensor):
+        moved = value.detach().to(META)
+        return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
+    if isinstance(value, nn.Module):
+        return copy.deepcopy(value).to_empty(device=META)
+    if isinstance(value, list | tuple):
+        return type(value)(to_meta(item) for item in value)
+    if isinstance(value, dict):
+        return {key: to_meta(item) for key, item in value.items()}
+    return value
+
+
+def _tensors_in(value: Any, path: str) -> list[tuple[str, torch.Tensor]]:
+    if isinstance(value, torch.Tensor):
+        return [(path, value)]
+    if isinstance(value, nn.Module):
+        return [(f"{path}.{name}", t) for name, t in value.state_dict(keep_vars=True).items()]
+    if isinstance(value, list | tuple):
+        return [
+            found for i, item in enumerate(value) for found in _tensors_in(item, f"{path}[{i}]")
+        ]
+    if isinstance(value, dict):
+        return [found for k, item in value.items() for found in _tensors_in(item, f"{path}[{k!r}]")]
+    return []
+
+
+def on_meta(
+    function: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any
+) -> Any:
+    """Calls ``function`` with its tensor arguments on the ``meta`` device; checks the result.
+
+    The grader runs on the CPU, where ``torch.zeros(n)`` and ``torch.zeros(n, device=x.device)``
+    give the same tensor. On a GPU the first lands on the CPU and breaks. Meta tensors show
+    that difference on any machine: every tensor the function returns must be on ``meta``.
+    Meta tensors have no values, so check values separately, on :func:`devices`.
+
+    Args:
+        function: The learner's function.
+        *args: Its positional arguments, moved with :func:`to_meta`.
+        name: How the failure message calls the call; defaults to the function's name.
+        **kwargs: Its keyword arguments, moved with :func:`to_meta`.
+
+    Returns:
+        What ``function`` returned on the meta inputs.
+
+    Raises:
+        AssertionError: With the pitfall named, if the call fails because a tensor was on
+            another device (or needed data: ``.item()``, ``.tolist()``), or if a returned
+            tensor is not on ``meta``.
+    """
+    label = name or f"{getattr(function, '__name__', 'the function')}(...)"
+    try:
+        result = function(*to_meta(args), **to_meta(kwargs))
+    except (RuntimeError, NotImplementedError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise AssertionError(
+            f"{label} failed when its inputs were on another device (here 'meta', tensors "
+            f"without data; on a GPU it would be 'cuda'): {type(error).__name__}: "
+            f"{first_line}\n" + explain("wrong-device")
+        ) from None
+    for path, tensor in _tensors_in(result, "result"):
+        if tensor.device != META:
+            raise AssertionError(
+                f"{label}: {path} is on {tensor.device}, but the inputs were on meta "
+                "(a stand-in for a GPU). " + explain("wrong-device")
+            )
+    return result
 
 
 def assert_is_leaf(tensor: Any, name: str, *, requires_grad: bool = True) -> None:

@@ -57,6 +57,15 @@ _ALL = (
         "01_leaf_tensors",
     ),
     Pitfall(
+        "wrong-device",
+        "a tensor was built on the CPU whatever the input's device",
+        "torch.zeros(n), torch.tensor(x.tolist()) or nn.Parameter(cpu_values).to(device) "
+        "work on a CPU and break on a GPU. Build on the input's device (device=x.device, "
+        "x.new_zeros, torch.zeros_like, torch.stack), and do not go through Python numbers "
+        "(.item(), .tolist()).",
+        "01_leaf_tensors",
+    ),
+    Pitfall(
         "wrong-gradient",
         "the gradient has the wrong values",
         "If you silenced an in-place error with .data or .detach(), autograd used the "
