@@ -18,6 +18,7 @@
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import warnings
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -30,6 +31,7 @@ from autograd_pitfalls import (
     draw,
     expect_error,
     expect_warning,
+    on_meta,
 )
 
 print(f"torch {torch.__version__}")
@@ -242,14 +244,28 @@ def _check_predictions(predictions: dict, truth: dict, names: list[str]) -> None
             )
 
 
-predictions = predict_snippet()
-# Plain dicts of plain True/False: then == below compares what you predicted, nothing else.
-assert type(predictions) is dict, f"return a dict, not {type(predictions).__name__}"
-assert set(predictions) == {"x", "w", "p", "m", "h", "s", "d", "loss"}, sorted(predictions)
-for name, row in predictions.items():
-    assert type(row) is dict, f"{name}: use a dict, not {type(row).__name__}"
-    assert set(row) == {"is_leaf", "has_grad_fn", "has_grad"}, f"{name}: keys {sorted(row)}"
-    assert all(type(value) is bool for value in row.values()), f"{name}: use True/False"
+def _plain_predictions(answer: object) -> dict[str, dict[str, bool]]:
+    """Copies the answer into plain dicts and checks that every prediction is True or False.
+
+    Any mapping is accepted (dict, OrderedDict, ...); the copy holds only what it stored,
+    so == below compares what you predicted and nothing else.
+    """
+    from collections.abc import Mapping
+
+    assert isinstance(answer, Mapping), f"return a dict, not {type(answer).__name__}"
+    plain = {}
+    for name, row in dict(answer).items():
+        assert isinstance(row, Mapping), f"{name}: use a dict, not {type(row).__name__}"
+        plain[name] = dict(row)
+        assert set(plain[name]) == {"is_leaf", "has_grad_fn", "has_grad"}, (
+            f"{name}: keys {sorted(plain[name])}"
+        )
+        assert all(type(value) is bool for value in plain[name].values()), f"{name}: use True/False"
+    assert set(plain) == {"x", "w", "p", "m", "h", "s", "d", "loss"}, sorted(plain)
+    return plain
+
+
+predictions = _plain_predictions(predict_snippet())
 for device in devices():
     _check_predictions(predictions, _snippet_truth(device), ["x", "w", "loss"])
 ### BEGIN HIDDEN TESTS
@@ -260,23 +276,41 @@ for device in devices():
 # %% [markdown]
 # ### Exercise 2 — the gradient of an intermediate (2 points)
 #
-# Write `hidden_and_weight_grads(x, w)`.
-# It computes `hidden = torch.tanh(x @ w)` and `loss = (hidden ** 2).sum()`,
-# calls `loss.backward()` once, and returns `(d loss / d hidden, w.grad)`.
-# Keep `hidden` in the graph: a detached copy gives $2 \cdot \text{hidden}$ but no `w.grad`.
+# Write `hidden_and_weight_grads(x, w, loss_fn)`.
+# In one forward pass it computes `hidden = torch.tanh(x @ w)` and `loss = loss_fn(hidden)`.
+# It calls `loss.backward()` once, and returns `(d loss / d hidden, w.grad)`.
+# The tests call it with `squared_sum` (below) and with other losses you cannot know in advance.
+# So let autograd compute `d loss / d hidden`: keep `hidden` in the graph and keep its gradient.
+# A detached copy of `hidden` would leave `w.grad` empty.
 #
-# Example: `x = [[1., 0.]]` and `w = [[0.5], [2.0]]` give `hidden = tanh(0.5) = 0.4621`.
+# Example: `x = [[1., 0.]]`, `w = [[0.5], [2.0]]` and `squared_sum` give `hidden = tanh(0.5) = 0.4621`.
 # Then `d loss / d hidden = 2 · hidden = [[0.9242]]`,
 # and `w.grad = [[0.9242 · (1 − 0.4621²)], [0.]] = [[0.7269], [0.]]`.
+# With `loss_fn = cubed_sum` instead, `d loss / d hidden = 3 · hidden² = [[0.6406]]`.
+# Return both on the device of `x` and `w`.
+
+
+# %%
+def squared_sum(hidden: torch.Tensor) -> torch.Tensor:
+    """The example's loss: (hidden ** 2).sum(). Just run this cell."""
+    return (hidden**2).sum()
+
+
+def cubed_sum(hidden: torch.Tensor) -> torch.Tensor:
+    """Another loss: (hidden ** 3).sum()."""
+    return (hidden**3).sum()
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
-def hidden_and_weight_grads(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Backpropagates loss = (tanh(x @ w) ** 2).sum() once; returns d loss / d hidden and w.grad.
+def hidden_and_weight_grads(
+    x: torch.Tensor, w: torch.Tensor, loss_fn: Callable[[torch.Tensor], torch.Tensor] = squared_sum
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Backpropagates loss = loss_fn(tanh(x @ w)) once; returns d loss / d hidden and w.grad.
 
     Args:
         x: Inputs, shape (n, k); does not require grad.
         w: Weights, shape (k, m); a leaf that requires grad.
+        loss_fn: Turns hidden, shape (n, m), into a scalar loss. Call it once.
 
     Returns:
         (the gradient of loss w.r.t. hidden = tanh(x @ w), shape (n, m); w.grad, shape (k, m)).
@@ -284,43 +318,82 @@ def hidden_and_weight_grads(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Ten
     ### BEGIN SOLUTION
     hidden = torch.tanh(x @ w)
     hidden.retain_grad()  # before backward(): keep this non-leaf's gradient
-    loss = (hidden**2).sum()
+    loss = loss_fn(hidden)
     loss.backward()
     return hidden.grad, w.grad
     ### END SOLUTION
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 2}
-"""Checks both gradients against hand-derived ones on every device, after one backward()."""
+"""Checks both gradients on every device, after one forward pass and one backward().
+
+Visible: the example with squared_sum and cubed_sum, by hand; the results follow the inputs'
+device (checked on 'meta', tensors without data). Hidden: random inputs and losses.
+"""
 
 
-def _expected_grads(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    hidden = torch.tanh(x @ w.detach())
-    dhidden = 2 * hidden  # d (h ** 2) / d h
-    dw = x.T @ (dhidden * (1 - hidden**2))  # tanh' = 1 - tanh ** 2
+class _CountedLoss:
+    """Wraps a loss function and counts how many times it is called."""
+
+    def __init__(self, loss_fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        self.loss_fn, self.calls = loss_fn, 0
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.loss_fn(hidden)
+
+
+def _reference_grads(
+    x: torch.Tensor, w: torch.Tensor, loss_fn
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradients from a graph built here, on a fresh copy of w."""
+    w_copy = w.detach().clone().requires_grad_()
+    hidden = torch.tanh(x @ w_copy)
+    (dhidden, dw) = torch.autograd.grad(loss_fn(hidden), [hidden, w_copy])
     return dhidden, dw
+
+
+def _check_grads(x, w, loss_fn, expected_dhidden, expected_dw, atol=1e-6) -> None:
+    counted = _CountedLoss(loss_fn)
+    dhidden, w_grad = hidden_and_weight_grads(x, w, counted)
+    assert counted.calls == 1, f"loss_fn was called {counted.calls} times: one forward pass"
+    assert_grad_close(dhidden, expected_dhidden, name="d loss / d hidden", atol=atol)
+    assert_grad_close(w.grad, expected_dw, name="w.grad", atol=atol)
+    assert isinstance(w_grad, torch.Tensor) and torch.equal(w_grad, w.grad), (
+        "the second value returned should be w.grad"
+    )
 
 
 for device in devices():
     x = torch.tensor([[1.0, 0.0]], device=device)
     w = torch.tensor([[0.5], [2.0]], device=device, requires_grad=True)
-    dhidden, w_grad = hidden_and_weight_grads(x, w)
-    expected_dhidden = torch.tensor([[0.9242]], device=device)
-    assert_grad_close(dhidden, expected_dhidden, name="d loss / d hidden", atol=1e-4)
-    assert_grad_close(
-        w.grad, torch.tensor([[0.7269], [0.0]], device=device), name="w.grad", atol=1e-4
-    )
+    dw = torch.tensor([[0.7269], [0.0]], device=device)
+    _check_grads(x, w, squared_sum, torch.tensor([[0.9242]], device=device), dw, atol=1e-4)
+    w = torch.tensor([[0.5], [2.0]], device=device, requires_grad=True)
+    dw = torch.tensor([[0.6406 * (1 - 0.4621**2)], [0.0]], device=device)
+    _check_grads(x, w, cubed_sum, torch.tensor([[0.6406]], device=device), dw, atol=1e-4)
+on_meta(
+    hidden_and_weight_grads,
+    torch.ones(2, 3),
+    torch.ones(3, 2, requires_grad=True),
+    squared_sum,
+    name="hidden_and_weight_grads(x, w, squared_sum)",
+)
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(2)
 for device in devices():
     for n, k, m in [(5, 3, 2), (1, 4, 1), (3, 2, 6)]:
         x = torch.randn(n, k, generator=generator).to(device)
-        w = torch.randn(k, m, generator=generator).to(device).requires_grad_()
-        dhidden, w_grad = hidden_and_weight_grads(x, w)
-        expected_dhidden, expected_dw = _expected_grads(x, w)
-        assert_grad_close(dhidden, expected_dhidden, name="d loss / d hidden")
-        assert_grad_close(w.grad, expected_dw, name="w.grad")
-        assert w_grad is w.grad, "return w.grad itself, the gradient backward() stored on w"
+        weights = torch.randn(n, m, generator=generator).to(device)
+        losses = [
+            squared_sum,
+            lambda hidden, weights=weights: (hidden * weights).sum(),
+            lambda hidden: torch.logsumexp(hidden.flatten() * 3.0, dim=0),
+        ]
+        for loss_fn in losses:
+            w = torch.randn(k, m, generator=generator).to(device).requires_grad_()
+            expected_dhidden, expected_dw = _reference_grads(x, w, loss_fn)
+            _check_grads(x, w, loss_fn, expected_dhidden, expected_dw, atol=1e-5)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -397,18 +470,18 @@ with expect_error(TypeError, match="cannot assign"):
 #
 # Just run the next cell: it defines a buggy function and shows what it returns.
 # The function should wrap `values` in a Parameter,
-# use it in `loss = ((scale * parameter) ** 2).sum()`,
+# use it in `loss = loss_fn(scale * parameter)` and call `loss.backward()`,
 # and return the Parameter with its gradient.
 
 
 # %%
 def scaled_parameter_grad_buggy(
-    values: torch.Tensor, scale: float
+    values: torch.Tensor, scale: float, loss_fn=squared_sum
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The buggy version: rebinds the Parameter's name."""
     eta = nn.Parameter(values.clone())
     eta = eta * scale
-    loss = (eta**2).sum()
+    loss = loss_fn(eta)
     loss.backward()
     return eta, eta.grad
 
@@ -421,29 +494,36 @@ assert not returned.is_leaf and returned_grad is None and len(caught) == 1
 
 # %% [markdown]
 # Fix it in `scaled_parameter_grad` below: copy the body and change what needs changing.
-# By hand, $\text{loss} = \text{scale}^2 \sum_i \eta_i^2$.
+# With `squared_sum`, by hand, $\text{loss} = \text{scale}^2 \sum_i \eta_i^2$.
 # So the gradient is $2\,\text{scale}^2\,\eta$.
 # For `values = [1., -2., 3.]` and `scale = 2.0`, return the Parameter holding `[1., -2., 3.]`
 # and its `.grad`, `[8., -16., 24.]`.
+# The tests also pass other losses, so let `backward()` compute the gradient.
 # Leave the Parameter's values as they are (do not scale it in place), and leave `values` alone.
+# The Parameter lives on the device of `values`.
 
 
 # %% nbgrader={"grade_id": "q3-answer", "solution": true}
-def scaled_parameter_grad(values: torch.Tensor, scale: float) -> tuple[nn.Parameter, torch.Tensor]:
-    """Wraps values in a Parameter and backpropagates loss = ((scale * parameter) ** 2).sum().
+def scaled_parameter_grad(
+    values: torch.Tensor,
+    scale: float,
+    loss_fn: Callable[[torch.Tensor], torch.Tensor] = squared_sum,
+) -> tuple[nn.Parameter, torch.Tensor]:
+    """Wraps values in a Parameter and backpropagates loss = loss_fn(scale * parameter).
 
     Args:
         values: The Parameter's initial values, any shape, on any device; not modified.
         scale: The factor applied to the Parameter inside the loss.
+        loss_fn: Turns scale * parameter into a scalar loss.
 
     Returns:
         (parameter, parameter.grad): the leaf Parameter holding values (on values' device)
-        and the gradient backward() stored on it, 2 * scale**2 * values.
+        and the gradient backward() stored on it.
     """
     ### BEGIN SOLUTION
     eta = nn.Parameter(values.clone())
     scaled = eta * scale  # a new name for the result; eta stays the Parameter
-    loss = (scaled**2).sum()
+    loss = loss_fn(scaled)
     loss.backward()
     return eta, eta.grad
     ### END SOLUTION
@@ -452,30 +532,45 @@ def scaled_parameter_grad(values: torch.Tensor, scale: float) -> tuple[nn.Parame
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
 """Checks that scaled_parameter_grad returns the leaf Parameter and the gradient stored on it.
 
-On every device: a leaf nn.Parameter, still holding values, and .grad == 2 scale² values.
+Visible: the example on every device (a leaf nn.Parameter still holding values, and
+.grad == 2 scale² values), and the Parameter on the device of values (checked on 'meta').
+Hidden: random values, scales and losses.
 """
-for device in devices():
-    values = torch.tensor([1.0, -2.0, 3.0], device=device)
-    parameter, grad = scaled_parameter_grad(values, 2.0)
+
+
+def _check_parameter_grad(values: torch.Tensor, scale: float, loss_fn, expected) -> None:
+    before = values.clone()
+    parameter, grad = scaled_parameter_grad(values, scale, loss_fn)
     assert_is_leaf(parameter, name="the returned parameter")
     assert isinstance(parameter, nn.Parameter), f"return the nn.Parameter, not a {type(parameter)}"
-    assert grad is parameter.grad, "return parameter.grad, the gradient stored on the Parameter"
-    assert torch.equal(parameter.detach(), values), "the Parameter should still hold values"
-    assert_grad_close(grad, torch.tensor([8.0, -16.0, 24.0], device=device), name="parameter.grad")
+    assert parameter.device == values.device, f"the Parameter is on {parameter.device}"
+    assert torch.equal(values, before), "values was modified"
+    assert torch.equal(parameter.detach(), before), "the Parameter should still hold values"
+    assert_grad_close(parameter.grad, expected, name="parameter.grad")
+    assert isinstance(grad, torch.Tensor) and torch.equal(grad, parameter.grad), (
+        "return parameter.grad, the gradient stored on the Parameter"
+    )
+
+
+for device in devices():
+    values = torch.tensor([1.0, -2.0, 3.0], device=device)
+    _check_parameter_grad(values, 2.0, squared_sum, torch.tensor([8.0, -16.0, 24.0], device=device))
+parameter, grad = on_meta(
+    scaled_parameter_grad, torch.ones(3), 2.0, squared_sum, name="scaled_parameter_grad"
+)
+assert isinstance(parameter, nn.Parameter) and parameter.is_leaf, "return the leaf nn.Parameter"
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(3)
 for device in devices():
     for shape, scale in [((2, 3), -0.5), ((5,), 3.0), ((1,), 1.0)]:
         values = torch.randn(shape, generator=generator).to(device)
-        before = values.clone()
-        parameter, grad = scaled_parameter_grad(values, scale)
-        assert_is_leaf(parameter, name="the returned parameter")
-        assert isinstance(parameter, nn.Parameter), "return the nn.Parameter"
-        assert parameter.device == values.device, f"the Parameter is on {parameter.device}"
-        assert grad is parameter.grad, "return parameter.grad, the gradient stored on it"
-        assert torch.equal(values, before), "values was modified"
-        assert torch.equal(parameter.detach(), before), "the Parameter should still hold values"
-        assert_grad_close(grad, 2 * scale**2 * before, name="parameter.grad")
+        weights = torch.randn(shape, generator=generator).to(device)
+        _check_parameter_grad(values, scale, squared_sum, 2 * scale**2 * values)
+        # loss = sum(weights * scale * p): the gradient is scale * weights, whatever p is.
+        weighted = lambda scaled, weights=weights: (weights * scaled).sum()  # noqa: E731
+        _check_parameter_grad(values, scale, weighted, scale * weights)
+        # loss = sum((scale * p) ** 3): the gradient is 3 scale³ p².
+        _check_parameter_grad(values, scale, cubed_sum, 3 * scale**3 * values**2)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -499,15 +594,16 @@ assert not a.is_leaf and a._base is v1 and a.data_ptr() == v1.data_ptr()
 # %%
 returned = a.data.copy_(torch.tensor([-1.0, -2.0, -3.0, -4.0]))
 print(f"a.data.copy_ returned {returned}")
+print(f"same memory as a: {returned.data_ptr() == a.data_ptr()}, grad_fn={returned.grad_fn}")
 print(v1)
 assert torch.equal(v1.detach()[:4], torch.tensor([-1.0, -2.0, -3.0, -4.0]))
-assert returned.grad_fn is None and v1._version == 0
+assert returned.data_ptr() == a.data_ptr() and returned.grad_fn is None and v1._version == 0
 
 # %% [markdown]
 # The Parameter changed, and its version counter `_version` is still 0.
 # A write through `.data` is hidden from autograd; notebook 02 shows why that matters.
 # Older posts print `grad_fn=<SliceBackward0>` on the value that `a.data.copy_` returns.
-# On current PyTorch it returns `a.data`, which has no `grad_fn`.
+# Here it returns a tensor on the same memory as `a` with no `grad_fn`: `a.data` itself.
 #
 # Without `.data`, autograd refuses the write while it is recording:
 
@@ -554,87 +650,120 @@ print(f"cut: requires_grad={cut.requires_grad}, grad_fn={cut.grad_fn}")
 assert not cut.requires_grad and cut.grad_fn is None
 
 # %% [markdown]
-# ### Exercise 4 — an independent copy of a slice (3 points)
+# ### Exercise 4 — zero the tail, keep the Parameter (3 points)
 #
-# Write `independent_prefix(param, k)`.
-# It returns the first `k` entries of the 1-D Parameter `param` as a tensor that
-# (1) has its own memory: writing to it leaves `param` unchanged, and
-# (2) is still connected to `param`: a loss computed from it sends a gradient into `param.grad`.
+# Write `zero_tail(param, k)`.
+# It returns a new tensor equal to the 1-D Parameter `param`, with every entry from index `k` on set to 0.
+# It must
+# (1) leave `param` unchanged, now and when someone later writes into the result,
+# (2) stay connected to `param`: a loss computed from the result sends a gradient into `param.grad`,
+# (3) live on `param`'s device, with `param`'s dtype.
 #
-# Example: take `param = nn.Parameter(torch.tensor([1., 2., 3., 4., 5.]))` and `k = 2`.
-# The result prints as `tensor([1., 2.], grad_fn=<CloneBackward0>)`.
-# After `independent_prefix(param, 2).sum().backward()`, `param.grad` is `[1., 1., 0., 0., 0.]`.
+# Example: for `param = nn.Parameter(torch.tensor([1., 2., 3., 4., 5.]))` and `k = 2`,
+# the result holds `[1., 2., 0., 0., 0.]`.
+# After `zero_tail(param, 2).sum().backward()`, `param.grad` is `[1., 1., 0., 0., 0.]`.
+# Section 5 has every piece you need; think about which write is allowed, and on what.
 
 
 # %% nbgrader={"grade_id": "q4-answer", "solution": true}
-def independent_prefix(param: nn.Parameter, k: int) -> torch.Tensor:
-    """Returns param[:k] as a copy with its own memory, through which gradients reach param.
+def zero_tail(param: nn.Parameter, k: int) -> torch.Tensor:
+    """Returns a copy of param with the entries from index k on set to 0, in param's graph.
 
     Args:
-        param: A 1-D Parameter with at least k entries.
-        k: How many leading entries to copy.
+        param: A 1-D Parameter; left unchanged.
+        k: How many leading entries to keep (0 <= k <= len(param)).
 
     Returns:
-        A tensor of shape (k,) on param's device, equal to param[:k], that shares no memory
-        with param and has param in its backward graph.
+        A tensor of param's shape, device and dtype, sharing no memory with param, equal to
+        param on [:k] and 0 on [k:], through which gradients reach param.
     """
     ### BEGIN SOLUTION
-    return param[:k].clone()
+    copy = param.clone()  # own memory, still in the graph (CloneBackward0)
+    copy[k:] = 0  # an in-place write to a non-leaf copy: allowed, and param is untouched
+    return copy
     ### END SOLUTION
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
-"""Checks independent_prefix on every device.
+"""Checks zero_tail on every device.
 
-The copy's values; writing to the copy leaves the Parameter unchanged; a loss computed from
-the copy sends the right gradient into the Parameter.
+The values; param unchanged, also after a write into the result; the gradient that reaches
+param; the result on param's device (checked on 'meta') and with param's dtype.
 """
 
 
-def _check_prefix(param: nn.Parameter, k: int, weights: torch.Tensor) -> None:
+def _check_zero_tail(param: nn.Parameter, k: int, weights: torch.Tensor) -> None:
     before = param.detach().clone()
-    copy = independent_prefix(param, k)
-    assert torch.equal(copy.detach(), before[:k]), f"expected the values {before[:k].tolist()}"
+    expected = before.clone()
+    expected[k:] = 0
+    result = zero_tail(param, k)
+    assert isinstance(result, torch.Tensor), f"return a tensor, not {type(result).__name__}"
+    assert result.dtype == param.dtype, f"the result is {result.dtype}, param is {param.dtype}"
+    assert result.shape == param.shape, (
+        f"shape {tuple(result.shape)}, expected {tuple(param.shape)}"
+    )
+    assert torch.equal(result.detach(), expected), f"expected {expected.tolist()}"
+    assert torch.equal(param.detach(), before), "param was modified"
+    assert result.requires_grad and result.grad_fn is not None, (
+        "the result has left the graph (no grad_fn), so no gradient can reach param: "
+        ".detach(), .data and torch.no_grad() cut the graph; clone() keeps it."
+    )
+    (result * weights).sum().backward()
+    expected_grad = weights.clone()
+    expected_grad[k:] = 0  # d loss / d param_i = weights_i where kept, 0 where zeroed
+    assert_grad_close(param.grad, expected_grad, name="param.grad")
     with torch.no_grad():
-        copy.fill_(123.0)  # write to the copy
+        zero_tail(param, k).fill_(123.0)  # someone writes into the result
     assert torch.equal(param.detach(), before), (
-        "writing to the copy changed the Parameter: a slice is a view of the same memory; "
-        "copy it with clone()."
+        "writing into the result changed param: it shares param's memory "
+        "(a slice or a view); give it its own memory with clone()."
     )
-    copy = independent_prefix(param, k)
-    assert copy.requires_grad and copy.grad_fn is not None, (
-        "the copy has left the graph (no grad_fn), so no gradient can reach the Parameter: "
-        ".detach() and .data cut the graph; clone() keeps it."
-    )
-    (copy * weights).sum().backward()
-    expected = torch.zeros_like(before)
-    expected[:k] = weights
-    assert_grad_close(param.grad, expected, name="param.grad")
 
 
 for device in devices():
     param = nn.Parameter(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=device))
-    _check_prefix(param, 2, torch.ones(2, device=device))
+    _check_zero_tail(param, 2, torch.ones(5, device=device))
+on_meta(zero_tail, nn.Parameter(torch.ones(5)), 2, name="zero_tail(param, 2)")
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(4)
 for device in devices():
-    for size, k in [(10, 4), (7, 1), (6, 6)]:
-        param = nn.Parameter(torch.randn(size, generator=generator).to(device))
-        weights = torch.randn(k, generator=generator).to(device)
-        _check_prefix(param, k, weights)
-        copy = independent_prefix(param, k)
-        assert copy.device == param.device, f"the copy is on {copy.device}"
-        assert copy.untyped_storage().data_ptr() != param.untyped_storage().data_ptr(), (
-            "the copy shares memory with the Parameter: copy it with clone()"
-        )
+    for size, k, dtype in [(10, 4, torch.float32), (7, 1, torch.float64), (6, 6, torch.float32)]:
+        values = torch.randn(size, generator=generator, dtype=dtype).to(device)
+        weights = torch.randn(size, generator=generator, dtype=dtype).to(device)
+        _check_zero_tail(nn.Parameter(values), k, weights)
+    _check_zero_tail(
+        nn.Parameter(torch.randn(5, generator=generator).to(device)),
+        0,
+        torch.ones(5, device=device),
+    )
+for size, k, dtype in [(9, 3, torch.float64), (4, 0, torch.float32)]:
+    result = on_meta(zero_tail, nn.Parameter(torch.ones(size, dtype=dtype)), k, name="zero_tail")
+    assert result.dtype == dtype and result.shape == (size,), (
+        f"{result.dtype}, {tuple(result.shape)}"
+    )
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 6. Create, then wrap
 #
 # `nn.Parameter(...)` makes a leaf.
-# Any operation *after* wrapping (a reshape, a new dtype or device) returns a new non-leaf.
-# The Parameter is left behind, with no name.
+# An operation on it (a reshape, a new dtype or device) returns a new tensor that is not a leaf.
+# That alone is harmless, as long as you keep a name on the Parameter:
+
+# %%
+torch.manual_seed(0)
+t = nn.Parameter(torch.randn(12, 1))
+T = t.view(3, 4)  # a view of the Parameter, made by an operation
+T.sum().backward()
+print(f"t: is_leaf={t.is_leaf}, grad shape={tuple(t.grad.shape)}, grad={t.grad.flatten()}")
+print(f"T: is_leaf={T.is_leaf}, grad_fn={T.grad_fn.name()}")
+assert t.is_leaf and torch.equal(t.grad, torch.ones(12, 1)) and not T.is_leaf
+
+# %% [markdown]
+# Older posts say this loses the gradient.
+# It does not: `t` is still the leaf, and `backward()` filled `t.grad` through the view.
+# What breaks is keeping only the view.
+# Here the Parameter is made and reshaped on one line, so no name of yours points at it:
 
 # %%
 torch.manual_seed(0)
@@ -645,9 +774,9 @@ draw(T.sum(), names={"T": T})
 
 # %% [markdown]
 # The drawing shows a leaf with no name, of shape `(12, 1)`, below `ViewBackward0`.
-# That Parameter does receive the gradient, but no name of yours points at it.
-# `T.grad` stays `None`.
+# That Parameter does receive the gradient, but `T.grad` stays `None`.
 # The gradient sits on the Parameter that the view `T` was made from, `T._base`.
+# (`t = t.view(3, 4)` does the same: it rebinds the only name, as in section 4.)
 
 # %%
 T.sum().backward()
@@ -659,7 +788,8 @@ print(f"T._base: {type(base).__name__} {tuple(base.shape)}, grad = {base.grad.fl
 assert t_grad is None and len(caught) == 1 and torch.equal(base.grad, torch.ones(12, 1))
 
 # %% [markdown]
-# In a module it is worse: the attribute is a plain tensor, so the module registers nothing.
+# In a module it is worse: the view stored as an attribute is a plain tensor,
+# so the module registers nothing.
 # The optimiser then has nothing to train:
 
 # %%
@@ -685,85 +815,125 @@ assert [name for name, _ in layer.named_parameters()] == ["weight"]
 
 # %% [markdown]
 # A new dtype or device after wrapping does the same.
-# `.to()` returns the tensor itself when nothing changes.
-# When it must copy (another dtype here, another device on a GPU machine) it returns a non-leaf.
-# So `nn.Parameter(x).to(device)` can pass on a CPU and break on a GPU.
-# Create the tensor on its device, then wrap.
+# `.to()` returns the tensor itself when nothing changes: `p.to("cpu")` on a CPU Parameter is `p`.
+# When it must copy (another dtype, another device) it returns a non-leaf.
+# So `nn.Parameter(x).to(device)` gives a leaf when `device` is the CPU, and a non-leaf on a GPU.
+# This machine may have no GPU, so we use the `meta` device to show it:
+# tensors with a shape and a dtype but no data, which autograd treats like any other device.
 
 # %%
 p = nn.Parameter(torch.randn(3))
 print(f"p.to('cpu') is p: {p.to('cpu') is p}")
 p64 = p.to(torch.float64)
 print(f"p.to(torch.float64): is_leaf={p64.is_leaf}, grad_fn={p64.grad_fn.name()}")
-assert p.to("cpu") is p and not p64.is_leaf
+moved = nn.Parameter(torch.randn(3)).to("meta")  # like .to("cuda") on a GPU machine
+print(f"nn.Parameter(x).to('meta'): {type(moved).__name__}, is_leaf={moved.is_leaf}")
+assert p.to("cpu") is p and not p64.is_leaf and not moved.is_leaf
+assert type(moved) is torch.Tensor and moved.grad_fn.name() == "ToCopyBackward0"
 
 # %% [markdown]
-# ### Exercise 5 — make a weight the right way (3 points)
+# Create the tensor on its device, with its dtype, then wrap:
+
+# %%
+right = nn.Parameter(torch.randn(3, dtype=torch.float64, device="meta"))
+print(f"right: {type(right).__name__}, is_leaf={right.is_leaf}, {right.dtype}, {right.device}")
+assert isinstance(right, nn.Parameter) and right.is_leaf
+
+# %% [markdown]
+# ### Exercise 5 — load a weight from a checkpoint (3 points)
 #
-# Write `make_weight(rows, cols, device)`.
-# Start from this column of values, shape `(rows * cols, 1)`:
+# Write `weight_from_checkpoint(flat, rows, cols, device, dtype)`.
+# A checkpoint gives you `flat`: a 1-D float32 tensor on the CPU with `rows * cols` values.
+# Return the trainable weight: an `nn.Parameter` that is a leaf, of shape `(rows, cols)`
+# (the values laid out row by row), on `device`, with `dtype`.
+# Training the weight must not change the checkpoint: the Parameter has memory of its own.
 #
-# ```python
-# torch.linspace(-1.0, 1.0, rows * cols, device=device).unsqueeze(1)
-# ```
-#
-# Lay it out row by row as shape `(rows, cols)`.
-# Return it as an `nn.Parameter` that is a leaf on `device`.
-# Example: `make_weight(2, 3, "cpu")` holds `[[-1.0, -0.6, -0.2], [0.2, 0.6, 1.0]]`.
+# Example: `weight_from_checkpoint(torch.arange(6.0), 2, 3, "cpu", torch.float64)`
+# holds `[[0., 1., 2.], [3., 4., 5.]]` as float64.
 # The test then computes `loss = (x @ W).sum()`.
 # Its gradient, by hand, is `W.grad[i, j] = x[:, i].sum()`.
 
 
 # %% nbgrader={"grade_id": "q5-answer", "solution": true}
-def make_weight(rows: int, cols: int, device: torch.device | str) -> nn.Parameter:
-    """Returns a (rows, cols) leaf Parameter on device: linspace(-1, 1, rows * cols) row by row.
+def weight_from_checkpoint(
+    flat: torch.Tensor,
+    rows: int,
+    cols: int,
+    device: torch.device | str,
+    dtype: torch.dtype,
+) -> nn.Parameter:
+    """Returns flat as a (rows, cols) leaf Parameter on device with dtype, sharing no memory.
 
     Args:
+        flat: The checkpoint's values, shape (rows * cols,), float32 on the CPU; unchanged.
         rows: Number of rows.
         cols: Number of columns.
         device: Where the Parameter lives.
+        dtype: The Parameter's dtype.
 
     Returns:
         The Parameter, a leaf that requires grad.
     """
     ### BEGIN SOLUTION
-    column = torch.linspace(-1.0, 1.0, rows * cols, device=device).unsqueeze(1)  # (rows*cols, 1)
-    return nn.Parameter(column.view(rows, cols))  # reshape first, wrap last
+    values = flat.reshape(rows, cols).to(device=device, dtype=dtype, copy=True)  # finish first
+    return nn.Parameter(values)  # wrap last
     ### END SOLUTION
 
 
 # %% nbgrader={"grade_id": "q5-tests", "grade": true, "locked": true, "points": 3}
-"""Checks make_weight on every device.
+"""Checks weight_from_checkpoint on every device, and on 'meta' (a stand-in for a GPU).
 
-A leaf nn.Parameter of the right shape, device and values, whose .grad backward() fills.
+A leaf nn.Parameter of the right shape, device, dtype and values, whose .grad backward()
+fills, with memory of its own.
 """
 
 
-def _check_weight(rows: int, cols: int, device: torch.device, x: torch.Tensor) -> None:
-    weight = make_weight(rows, cols, device)
-    assert_is_leaf(weight, name="make_weight(...)")
+def _check_weight(flat, rows, cols, device, dtype, x) -> None:
+    checkpoint = flat.clone()
+    weight = weight_from_checkpoint(flat, rows, cols, device, dtype)
+    assert_is_leaf(weight, name="weight_from_checkpoint(...)")
     assert isinstance(weight, nn.Parameter), f"return an nn.Parameter, not a {type(weight)}"
     assert weight.shape == (rows, cols), f"shape {tuple(weight.shape)}, expected {(rows, cols)}"
-    assert weight.device.type == device.type, f"the weight is on {weight.device}, not {device}"
-    expected = torch.linspace(-1.0, 1.0, rows * cols).view(rows, cols).to(device)
-    assert torch.allclose(weight.detach(), expected, atol=1e-6), f"values {weight.tolist()}"
-    (x @ weight).sum().backward()
+    assert weight.device.type == torch.device(device).type, f"the weight is on {weight.device}"
+    assert weight.dtype == dtype, f"the weight is {weight.dtype}, expected {dtype}"
+    if weight.device.type == "meta":
+        return  # no values on meta
+    expected = checkpoint.view(rows, cols).to(device, dtype)
+    assert torch.equal(weight.detach(), expected), f"values {weight.tolist()}"
+    (x.to(dtype) @ weight).sum().backward()
     # By hand: d/dW[i, j] of sum_{n, j} (x @ W)[n, j] is sum_n x[n, i].
-    assert_grad_close(weight.grad, x.sum(0).unsqueeze(1).expand(rows, cols), name="weight.grad")
+    expected_grad = x.to(dtype).sum(0).unsqueeze(1).expand(rows, cols)
+    assert_grad_close(weight.grad, expected_grad, name="weight.grad")
+    with torch.no_grad():
+        weight.add_(1.0)  # one optimiser step
+    assert torch.equal(flat, checkpoint), (
+        "training the weight changed the checkpoint: they share memory (.to() returns the "
+        "tensor itself when nothing changes); copy it."
+    )
 
 
 generator = torch.Generator().manual_seed(5)
 for device in devices():
-    _check_weight(2, 3, device, torch.randn(4, 2, generator=generator).to(device))
+    x = torch.randn(4, 2, generator=generator).to(device)
+    _check_weight(torch.arange(6.0), 2, 3, device, torch.float64, x)
+    _check_weight(torch.arange(6.0), 2, 3, device, torch.float32, x)
+_check_weight(torch.arange(6.0), 2, 3, torch.device("meta"), torch.float32, None)
 ### BEGIN HIDDEN TESTS
 for device in devices():
-    for rows, cols in [(3, 4), (1, 5), (5, 1), (4, 4)]:
-        _check_weight(rows, cols, device, torch.randn(3, rows, generator=generator).to(device))
+    for rows, cols, dtype in [(3, 4, torch.float32), (1, 5, torch.float64), (5, 1, torch.float32)]:
+        flat = torch.randn(rows * cols, generator=generator)
+        _check_weight(
+            flat, rows, cols, device, dtype, torch.randn(3, rows, generator=generator).to(device)
+        )
     module = nn.Module()
-    module.weight = make_weight(3, 4, device)
+    module.weight = weight_from_checkpoint(
+        torch.randn(12, generator=generator), 3, 4, device, torch.float32
+    )
     assert [name for name, _ in module.named_parameters()] == ["weight"], (
         "a module does not register the weight: it is not an nn.Parameter"
     )
+for dtype in [torch.float32, torch.float64]:
+    _check_weight(torch.randn(6, generator=generator), 3, 2, torch.device("meta"), dtype, None)
 ### END HIDDEN TESTS
 
 # %% [markdown]
