@@ -99,6 +99,7 @@ def _limits(args: argparse.Namespace) -> Limits:
         cell_timeout=args.cell_timeout,
         notebook_timeout=args.notebook_timeout,
         memory_mb=args.memory_mb,
+        disk_mb=args.disk_mb,
     )
 
 
@@ -266,6 +267,12 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--memory-mb", type=int, default=defaults.memory_mb, help="memory per student kernel"
+    )
+    command.add_argument(
+        "--disk-mb",
+        type=int,
+        default=defaults.disk_mb,
+        help="what a student's code may write in all (sandbox only)",
     )
     command.add_argument(
         "--no-sandbox",

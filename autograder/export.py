@@ -69,6 +69,23 @@ def grade_rows(
     return rows
 
 
+# A spreadsheet reads a cell that starts with one of these as a formula (OWASP's list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """Returns ``value`` as it is safe to write in a CSV cell that a spreadsheet opens.
+
+    Numbers are written as numbers; a text that a spreadsheet would run as a formula (a
+    student id ``=HYPERLINK(...)``, say) gets a leading apostrophe, so it shows as text.
+    """
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def write_csv(rows: list[dict], path: Path) -> Path:
     """Writes ``rows`` (from :func:`grade_rows`) to ``path`` as CSV and returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,10 +93,5 @@ def write_csv(rows: list[dict], path: Path) -> Path:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["student_id"])
         writer.writeheader()
         for row in rows:
-            writer.writerow(
-                {
-                    key: f"{value:g}" if isinstance(value, float) else value
-                    for key, value in row.items()
-                }
-            )
+            writer.writerow({key: csv_cell(value) for key, value in row.items()})
     return path

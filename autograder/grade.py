@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +35,7 @@ from traitlets.config import Config
 from autograder import provisioner, zygote
 from autograder.course import Course
 from autograder.execute import SandboxedExecute
+from autograder.fs import remove_tree
 from autograder.limits import Limits
 from autograder.outcome import ERROR, OK, Submission, outcome
 from autograder.restore import RestoreFromSource
@@ -128,7 +128,7 @@ class Grader:
         """Waits for the zygote (started here when none was given) to be ready."""
         if self.zygote is None:
             run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
-            self._stack.callback(shutil.rmtree, run_dir, True)
+            self._stack.callback(remove_tree, run_dir)
             self.zygote = zygote.Zygote(self.sandbox, run_dir, self.limits)
             self.zygote.launch()
             self._stack.callback(self.zygote.close)

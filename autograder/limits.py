@@ -15,6 +15,9 @@ class Limits:
         memory_mb: Address space the kernel may add to what it starts with (RLIMIT_AS).
         output_chars: Characters of output kept per cell; the rest is dropped.
         file_mb: Largest file the student's code may write (RLIMIT_FSIZE).
+        disk_mb: All the student's code may write at once, in its folder, /tmp and
+            /dev/shm together (size-limited tmpfs in the sandbox; without it, only the
+            per-file limit holds).
         processes: Processes the student's uid may own (RLIMIT_NPROC; only with one uid
             per student).
     """
@@ -24,6 +27,7 @@ class Limits:
     memory_mb: int = 4096
     output_chars: int = 100_000
     file_mb: int = 256
+    disk_mb: int = 1024
     processes: int = 256
 
     def as_dict(self) -> dict[str, int]:

@@ -16,11 +16,14 @@ status file and report say that the sandbox was off.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
+import random
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib.util import find_spec
@@ -41,9 +44,12 @@ ROOT_CAPABILITIES = (
     "CAP_DAC_OVERRIDE",
     "CAP_FOWNER",
 )
-# Uids of students' kernels: far above any real user's, one block per worker.
+# Uids of students' kernels: far above any real user's, one block per zygote. Every
+# grading run on the machine claims its blocks with a lock (see claim_uid_block), so two
+# runs at once (two courses, a regrade beside a grade) never give one uid to two students.
 UID_BASE = 2_100_000_000
 UID_BLOCK = 1_000_000
+UID_BLOCKS = (2**32 - 2 - UID_BASE) // UID_BLOCK  # the last uid stays below 2**32 - 1
 SYSTEM_DIRS = ("/usr", "/etc")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
@@ -79,17 +85,19 @@ class Sandbox:
             return f"on (bubblewrap; {uid})"
         return f"off ({self.reason}): student code ran with the grader's file access; {uid}"
 
-    def wrap(self, command: list[str], writable: Path) -> list[str]:
+    def wrap(self, command: list[str], writable: Path, disk_mb: int | None = None) -> list[str]:
         """Returns ``command`` run inside the sandbox, or unchanged when it is off.
 
         Args:
             command: The zygote's command line.
             writable: The one folder the sandbox may write to (the kernels' working
                 copies); it has the same path inside and outside.
+            disk_mb: What the students' code may write in all (see :func:`bwrap_arguments`).
         """
         if self.bwrap is None:
             return command
-        return [self.bwrap, *bwrap_arguments(writable, self.packages, self.hidden), *command]
+        arguments = bwrap_arguments(writable, self.packages, self.hidden, disk_mb=disk_mb)
+        return [self.bwrap, *arguments, *command]
 
 
 def _mounts_for_python() -> list[Path]:
@@ -113,16 +121,23 @@ def _parents(path: Path, made: set[Path]) -> list[str]:
 
 
 def bwrap_arguments(
-    writable: Path, packages: Iterable[Path] = (), hidden: Iterable[Path] = ()
+    writable: Path,
+    packages: Iterable[Path] = (),
+    hidden: Iterable[Path] = (),
+    disk_mb: int | None = None,
 ) -> list[str]:
     """Returns bubblewrap's options for the zygote's sandbox.
 
     Args:
-        writable: The folder mounted read-write (same path inside).
+        writable: The folder mounted read-write (same path inside). Its subfolder
+            ``work`` (the students' working folders) is a private tmpfs inside.
         packages: Package folders to mount read only (for example an editable install's
             source folders, which live outside the virtual environment).
         hidden: Paths covered by an empty tmpfs (folders) or /dev/null (files) when they
             lie under a mounted folder, for example the autograder's fixtures.
+        disk_mb: The size of each tmpfs the students can write to (``work``, ``/tmp``,
+            ``/dev/shm``), so that a student cannot fill the host's disk or memory;
+            None leaves tmpfs's default (half the memory).
 
     Returns:
         The options, to be followed by the command to run.
@@ -137,7 +152,9 @@ def bwrap_arguments(
             arguments += ["--ro-bind", link, link]
     # The private /tmp comes before the binds: a later mount covers an earlier one,
     # and the virtual environment or the course may well live under /tmp.
-    arguments += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    size = ["--size", str(disk_mb * 2**20)] if disk_mb else []
+    arguments += ["--dev", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp"]
+    arguments += [*size, "--tmpfs", "/dev/shm"]
     mounted = [Path(directory) for directory in SYSTEM_DIRS]
     made: set[Path] = {Path("/tmp")}
     for folder in [*_mounts_for_python(), *(Path(p).resolve() for p in packages)]:
@@ -155,6 +172,9 @@ def bwrap_arguments(
     writable = Path(writable).resolve()
     arguments += _parents(writable, made)
     arguments += ["--bind", str(writable), str(writable), "--chdir", str(writable)]
+    # The kernels' working folders: what a student writes stays inside the sandbox,
+    # in memory bounded by disk_mb, and never reaches the host's disk.
+    arguments += [*size, "--tmpfs", str(writable / "work")]
     arguments += [*UNSHARE, "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     if os.geteuid() == 0:
         arguments += ["--cap-drop", "ALL"]
@@ -178,7 +198,7 @@ def _can_switch_to_student_uids() -> bool:
 
     Root inside a container whose user namespace maps only some uids cannot.
     """
-    for uid in (UID_BASE, UID_BASE + 10 * UID_BLOCK):
+    for uid in (UID_BASE, UID_BASE + 10 * UID_BLOCK, UID_BASE + UID_BLOCKS * UID_BLOCK - 1):
         try:
             subprocess.run(["true"], user=uid, group=uid, extra_groups=[], check=True, timeout=30)
         except (OSError, subprocess.SubprocessError):
@@ -260,3 +280,39 @@ def course_sandbox(course: Course, enabled: bool = True) -> Sandbox:
         REPO / ".git",
     ]
     return detect_sandbox(enabled, packages=packages, hidden=hidden)
+
+
+def _uid_lock_folder() -> Path:
+    # Every run on the machine must look in the same place: /run/lock where it exists.
+    run_lock = Path("/run/lock")
+    if run_lock.is_dir() and os.access(run_lock, os.W_OK):
+        return run_lock
+    return Path(tempfile.gettempdir())
+
+
+def claim_uid_block(folder: Path | None = None) -> tuple[int, object]:
+    """Claims a block of student uids that no other grading run on this machine holds.
+
+    The claim is an exclusive ``flock`` on a file per block, held while the returned
+    handle stays open: a run that ends, or dies, gives its blocks back.
+
+    Args:
+        folder: Where the lock files are (the default is shared by every run here).
+
+    Returns:
+        ``(block, handle)``: uids ``UID_BASE + block * UID_BLOCK + n`` are this run's;
+        close ``handle`` to give them back.
+
+    Raises:
+        RuntimeError: If every block is held.
+    """
+    folder = folder or _uid_lock_folder()
+    for block in random.sample(range(UID_BLOCKS), UID_BLOCKS):
+        handle = open(folder / f"autograder-uids-{block}.lock", "a")  # noqa: SIM115
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return block, handle
+    raise RuntimeError(f"all {UID_BLOCKS} blocks of student uids are held by other runs")

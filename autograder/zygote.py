@@ -31,7 +31,6 @@ import ctypes
 import importlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -45,8 +44,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.fs import remove_tree
 from autograder.limits import Limits
-from autograder.sandbox import UID_BASE, UID_BLOCK, Sandbox
+from autograder.sandbox import UID_BASE, UID_BLOCK, Sandbox, claim_uid_block
 
 # Imported once in the zygote; every kernel starts with them loaded. torch._dynamo is
 # what the first torch.optim optimiser imports (about 1.5 s).
@@ -184,6 +184,11 @@ class _Server:
         self.exit_codes: dict[int, int] = {}
 
     def spawn(self, request: dict, channel_fds: tuple[int, ...]) -> dict:
+        # In the sandbox the working folder lies in a tmpfs only this side sees.
+        work, uid = Path(request["cwd"]), request.get("uid")
+        work.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if uid is not None and os.geteuid() == 0:
+            os.chown(work, uid, uid)
         pid = os.fork()
         if pid == 0:
             _become_kernel(request, channel_fds)
@@ -262,8 +267,8 @@ class _Server:
                 os._exit(0)
         os.waitpid(pid, 0)
 
-    def reap(self, folder: str, uid: int | None) -> dict:
-        """Kills everything the student left running and removes their folder."""
+    def reap(self, folder: str, uid: int | None, work: str | None = None) -> dict:
+        """Kills everything the student left running and removes their folders."""
         deadline = time.monotonic() + 10
         killed = 0
         while True:
@@ -282,7 +287,9 @@ class _Server:
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
+        if work is not None:
+            remove_tree(work)
         if self.own_pid_namespace:
             _empty_scratch_dirs(keep=Path(folder).parent)
         return {"killed": killed, "left": left}
@@ -315,7 +322,7 @@ def _empty_scratch_dirs(keep: Path) -> None:
             if entry in leading:
                 empty(entry)
             elif entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
+                remove_tree(entry)
             else:
                 with contextlib.suppress(OSError):
                     entry.unlink()
@@ -373,7 +380,10 @@ def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:
                 server.signal(request["pid"], request["signum"])
                 reply(ok=True)
             elif op == "reap":
-                reply(ok=True, **server.reap(request["folder"], request.get("uid")))
+                reply(
+                    ok=True,
+                    **server.reap(request["folder"], request.get("uid"), request.get("work")),
+                )
             else:
                 reply(ok=False, error=f"unknown request {op!r}")
         except Exception as error:
@@ -447,10 +457,12 @@ class Handoff:
     Attributes:
         channel: The grader's end of the zygote's socket (picklable for a worker process).
         run_dir: The zygote's writable folder.
+        uid_block: The block of student uids the starting process claimed, or None.
     """
 
     channel: socket.socket
     run_dir: Path
+    uid_block: int | None = None
 
 
 class Zygote:
@@ -465,8 +477,11 @@ class Zygote:
         sandbox: Whether and how to wrap the zygote in bubblewrap.
         run_dir: A folder for the kernels' working copies (created if missing).
         limits: The limits applied to every kernel.
-        worker: This grading process's number: it selects a block of kernel uids.
+        worker: This grading process's number.
         preload: Modules to import before forking.
+        uid_block: The block of kernel uids to use, claimed by the process that started
+            the zygote; by default one is claimed here (when kernels get uids of their own)
+            and given back by :meth:`close`.
     """
 
     def __init__(
@@ -476,11 +491,16 @@ class Zygote:
         limits: Limits,
         worker: int = 0,
         preload: tuple[str, ...] = PRELOAD,
+        uid_block: int | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.run_dir = Path(run_dir).resolve()
         self.limits = limits
         self.worker = worker
+        self.uid_block = uid_block
+        self._uid_claim = None
+        if uid_block is None and sandbox.separate_uids:
+            self.uid_block, self._uid_claim = claim_uid_block()
         self.preload = preload
         self.process: subprocess.Popen[bytes] | None = None
         self.channel: socket.socket | None = None
@@ -493,6 +513,7 @@ class Zygote:
         """Starts the zygote process and returns at once (it imports torch for seconds)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run_dir.chmod(0o755)
+        (self.run_dir / "work").mkdir(mode=0o711, exist_ok=True)  # a tmpfs in the sandbox
         command = [sys.executable, "-m", "autograder.zygote"]
         if self.sandbox.enabled:
             command.append("--own-pid-namespace")
@@ -506,7 +527,7 @@ class Zygote:
         ours, theirs = socket.socketpair()
         with (self.run_dir / "zygote.log").open("a") as log:
             self.process = subprocess.Popen(
-                self.sandbox.wrap(command, self.run_dir),
+                self.sandbox.wrap(command, self.run_dir, self.limits.disk_mb),
                 stdin=theirs,
                 stdout=theirs,
                 stderr=log,
@@ -526,12 +547,12 @@ class Zygote:
     def handoff(self) -> Handoff:
         """Returns what a worker process needs to use this zygote (see :meth:`adopt`)."""
         assert self.channel is not None
-        return Handoff(self.channel, self.run_dir)
+        return Handoff(self.channel, self.run_dir, self.uid_block)
 
     @classmethod
     def adopt(cls, handoff: Handoff, sandbox: Sandbox, limits: Limits, worker: int) -> Zygote:
         """Returns a handle on a zygote another process started (the process stays theirs)."""
-        zygote = cls(sandbox, handoff.run_dir, limits, worker=worker)
+        zygote = cls(sandbox, handoff.run_dir, limits, worker=worker, uid_block=handoff.uid_block)
         zygote._attach(handoff.channel)
         return zygote
 
@@ -601,14 +622,21 @@ class Zygote:
         self.kernels += 1
         root = self.run_dir / f"k{self.kernels:04d}"
         if root.exists():
-            shutil.rmtree(root)
-        work, ipc = root / "work", root / "ipc"
+            remove_tree(root)
+        # work/ is a tmpfs inside the sandbox (see bwrap_arguments): the zygote makes the
+        # kernel's folder there; this one on the host is used only without the sandbox.
+        works = self.run_dir / "work"
+        work, ipc = works / root.name, root / "ipc"
+        if work.exists():
+            remove_tree(work)
+        works.mkdir(mode=0o711, exist_ok=True)
         for folder in (root, work, ipc):
             folder.mkdir(mode=0o700)
-        root.chmod(0o711)  # the kernel's uid may pass through to work/ and ipc/
+        for folder in (root, works):
+            folder.chmod(0o711)  # the kernel's uid may pass through to its folders
         uid = None
         if self.sandbox.separate_uids:
-            uid = UID_BASE + self.worker * UID_BLOCK + self.kernels % UID_BLOCK
+            uid = UID_BASE + self.uid_block * UID_BLOCK + self.kernels % UID_BLOCK
         return KernelSlot(root, work, ipc, root / "connection.json", root / "kernel.log", uid)
 
     def spawn(self, slot: KernelSlot, argv: list[str], env: dict[str, str]) -> int:
@@ -635,8 +663,9 @@ class Zygote:
 
     def reap(self, slot: KernelSlot) -> dict:
         """Kills every process the student left and removes the slot's folders."""
-        reply = self.request("reap", folder=str(slot.root), uid=slot.uid)
-        shutil.rmtree(slot.root, ignore_errors=True)
+        reply = self.request("reap", folder=str(slot.root), uid=slot.uid, work=str(slot.work))
+        remove_tree(slot.root)
+        remove_tree(slot.work)
         return reply
 
     def alive(self) -> bool:
@@ -668,6 +697,9 @@ class Zygote:
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
             self.process = None
+        if self._uid_claim is not None:
+            self._uid_claim.close()  # gives the block of uids back
+            self._uid_claim = None
 
     def __enter__(self) -> Zygote:
         self.start()
@@ -700,7 +732,7 @@ def close_zygotes(zygotes: list[Zygote]) -> None:
     """Stops the zygotes and removes their folders."""
     for kernels in zygotes:
         kernels.close()
-        shutil.rmtree(kernels.run_dir, ignore_errors=True)
+        remove_tree(kernels.run_dir)
 
 
 _current: Zygote | None = None

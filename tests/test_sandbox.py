@@ -237,3 +237,66 @@ def test_grading_kernels_run_the_tests_on_the_cpu(zygote):
         "print(repr(os.environ['CUDA_VISIBLE_DEVICES']), devices())"
     )
     assert seen == ["'' [device(type='cpu')]"]
+
+
+@pytest.mark.slow
+def test_a_student_cannot_write_more_than_the_disk_limit(tmp_path):
+    if not SANDBOX.enabled:
+        pytest.skip(f"sandbox off: {SANDBOX.reason}")
+    write = (
+        "import os\nwritten = 0\ntry:\n"
+        "    for n in range(8):\n"
+        "        with open(os.path.join({folder!r}, f'f{{n}}'), 'wb') as handle:\n"
+        "            handle.write(b'x' * 20 * 2**20)\n"
+        "        written += 20\n"
+        "except OSError as error:\n"
+        "    print(written, error.strerror)\n"
+    )
+    limits = Limits(cell_timeout=30, disk_mb=50)
+    with (
+        Zygote(SANDBOX, tmp_path / "run", limits) as kernels,
+        forked_kernels(kernels),
+    ):
+        here, in_tmp, in_shm = _run(
+            write.format(folder="."), write.format(folder="/tmp"), write.format(folder="/dev/shm")
+        )
+        host_files = [path for path in (tmp_path / "run").rglob("f*") if path.is_file()]
+    assert here == "40 No space left on device"  # 2 files of 20 MB fit in 50 MB
+    for seen in (in_tmp, in_shm):
+        # The student's own uid may not write there at all; the grader's may, up to the limit.
+        assert seen in ("40 No space left on device", "0 Permission denied"), seen
+    assert host_files == []  # the student's folder never reached the host's disk
+
+
+@pytest.mark.slow
+def test_a_tree_deeper_than_python_recursion_is_removed_after_the_student(zygote, tmp_path):
+    # shutil.rmtree on Python 3.11 raises RecursionError on such a tree; the batch goes on.
+    made = _run(
+        "import os\nfd = os.open('.', os.O_RDONLY)\n"
+        "for _ in range(3000):\n"
+        "    os.mkdir('d', dir_fd=fd)\n"
+        "    child = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+        "    os.close(fd)\n    fd = child\n"
+        "print('deep', os.getcwd())"
+    )
+    label, folder = made[0].split()
+    assert label == "deep"
+    after = _run("print('next student')")
+    assert after == ["next student"]
+    assert not Path(folder).exists()  # gone on the host (without the sandbox it was there)
+
+
+@pytest.mark.slow
+def test_two_zygotes_at_once_give_their_students_different_uids(tmp_path):
+    if not SANDBOX.separate_uids:
+        pytest.skip("kernels share the grader's uid here")
+    uids = []
+    for run in ("a", "b"):
+        kernels = Zygote(SANDBOX, tmp_path / run, Limits(cell_timeout=30))
+        uids.append(kernels)
+    try:
+        blocks = {kernels.uid_block for kernels in uids}
+        assert len(blocks) == 2 and None not in blocks
+    finally:
+        for kernels in uids:
+            kernels.close()

@@ -1,0 +1,167 @@
+"""Submissions and student code that try to hurt the host or other students, before grading.
+
+Collecting never follows a symbolic link, refuses zip bombs and ids nbgrader would glob,
+escapes spreadsheet formulas in the CSV, removes trees of any depth, and two grading runs
+on one machine never share a student uid.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import v4
+
+from autograder import collect as collect_module
+from autograder import sandbox
+from autograder.collect import collect, student_id_problem
+from autograder.course import Course
+from autograder.export import csv_cell, write_csv
+from autograder.fs import remove_tree
+from autograder.outcome import MISSING, OK, UNREADABLE
+
+ASSIGNMENT = "01_leaf_tensors"
+
+
+def _notebook(path: Path, marker: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(v4.new_notebook(cells=[v4.new_code_cell(f"# {marker}")]), path)
+    return path
+
+
+@pytest.fixture
+def course(tmp_path) -> Course:
+    return Course.at(tmp_path / "course", release=tmp_path / "course" / "release")
+
+
+def _by_student(results) -> dict:
+    return {result.student_id: result for result in results}
+
+
+def _deep_tree(root: Path, depth: int) -> None:
+    """Makes root/d/d/.../d, depth levels: deeper than a path may be written out."""
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("leftover", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
+def test_remove_tree_removes_a_tree_deeper_than_python_recursion(tmp_path):
+    root = tmp_path / "student"
+    _deep_tree(root, 3000)  # shutil.rmtree on Python 3.11 raises RecursionError here
+    remove_tree(root)
+    assert not root.exists()
+    remove_tree(root)  # nothing there: no error
+
+
+def test_collect_never_follows_symbolic_links(course, tmp_path):
+    submissions = tmp_path / "submissions"
+    honest = _notebook(submissions / "honest" / f"{ASSIGNMENT}.ipynb", "honest work")
+    (submissions / "copycat").symlink_to(submissions / "honest")
+    (submissions / "inside").mkdir()
+    (submissions / "inside" / f"{ASSIGNMENT}.ipynb").symlink_to(honest)
+    secret = _notebook(tmp_path / "build" / "source" / f"{ASSIGNMENT}.ipynb", "solutions")
+    (submissions / "linked_file.ipynb").symlink_to(secret)
+    results = _by_student(collect(course, ASSIGNMENT, submissions))
+    assert results["honest"].status == OK
+    for student in ("copycat", "linked_file"):
+        assert results[student].status == MISSING
+        assert "symbolic link" in results[student].message
+    assert results["inside"].status == MISSING
+    assert "symbolic links are not followed" in results["inside"].message
+    submitted = course.root / "submitted"
+    assert sorted(path.name for path in submitted.iterdir()) == ["honest"]
+
+
+def test_collect_refuses_a_zip_that_expands_past_the_limit(course, tmp_path, monkeypatch):
+    monkeypatch.setattr(collect_module, "MAX_UNZIPPED_BYTES", 10_000)
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    with zipfile.ZipFile(submissions / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{ASSIGNMENT}.ipynb", "0" * 50_000)  # compresses to ~100 bytes
+    _notebook(submissions / "honest" / f"{ASSIGNMENT}.ipynb", "honest")
+    results = _by_student(collect(course, ASSIGNMENT, submissions))
+    assert results["bomb"].status == UNREADABLE
+    assert "would expand to" in results["bomb"].message
+    assert results["honest"].status == OK
+
+
+def test_collect_refuses_a_notebook_past_the_size_limit(course, tmp_path, monkeypatch):
+    monkeypatch.setattr(collect_module, "MAX_NOTEBOOK_BYTES", 1_000)
+    submissions = tmp_path / "submissions"
+    path = _notebook(submissions / "big" / f"{ASSIGNMENT}.ipynb", "x" * 5_000)
+    assert path.stat().st_size > 1_000
+    result = collect(course, ASSIGNMENT, submissions)[0]
+    assert result.status == UNREADABLE and "more than the" in result.message
+
+
+@pytest.mark.parametrize("student", ["*", "a[b]", "?", "=HYPERLINK(x)", "-rf", ".hidden2", "a b"])
+def test_student_ids_that_nbgrader_would_glob_or_a_shell_misread_are_refused(student):
+    assert student_id_problem(student)
+
+
+@pytest.mark.parametrize("student", ["s12345", "jane.doe@uni.edu", "José_García", "a-b+c"])
+def test_ordinary_student_ids_are_accepted(student):
+    assert student_id_problem(student) == ""
+
+
+def test_collect_reports_a_globbing_id_and_grades_the_rest(course, tmp_path):
+    submissions = tmp_path / "submissions"
+    _notebook(submissions / "*" / f"{ASSIGNMENT}.ipynb", "glob")
+    _notebook(submissions / "honest" / f"{ASSIGNMENT}.ipynb", "honest")
+    results = _by_student(collect(course, ASSIGNMENT, submissions))
+    assert results["*"].status == UNREADABLE and "not a usable student id" in results["*"].message
+    assert results["honest"].status == OK
+    assert not (course.root / "submitted" / "*").exists()
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_escaped(tmp_path):
+    assert csv_cell('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
+    assert csv_cell("+1") == "'+1" and csv_cell("@SUM(A1)") == "'@SUM(A1)"
+    assert csv_cell("jane") == "jane" and csv_cell(3.0) == "3" and csv_cell(-2.5) == "-2.5"
+    path = write_csv([{"student_id": "=1+1", "score": 2.0}], tmp_path / "grades.csv")
+    with path.open() as handle:
+        assert list(csv.DictReader(handle)) == [{"student_id": "'=1+1", "score": "2"}]
+
+
+def test_uid_blocks_are_never_shared_between_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "UID_BLOCKS", 2)
+    first, first_claim = sandbox.claim_uid_block(tmp_path)
+    second, second_claim = sandbox.claim_uid_block(tmp_path)
+    assert {first, second} == {0, 1}
+    with pytest.raises(RuntimeError, match="held by other runs"):
+        sandbox.claim_uid_block(tmp_path)
+    first_claim.close()  # that run ends: its block is free again
+    again, again_claim = sandbox.claim_uid_block(tmp_path)
+    assert again == first
+    again_claim.close()
+    second_claim.close()
+
+
+def test_uid_block_claims_hold_across_processes(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(sandbox, "UID_BLOCKS", 1)
+    _, claim = sandbox.claim_uid_block(tmp_path)
+    probe = (
+        "import sys; from pathlib import Path; from autograder import sandbox; "
+        "sandbox.UID_BLOCKS = 1\n"
+        "try:\n    sandbox.claim_uid_block(Path(sys.argv[1]))\n"
+        "except RuntimeError:\n    sys.exit(3)\n"
+    )
+    other_run = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], check=False)
+    assert other_run.returncode == 3
+    claim.close()
+    assert subprocess.run([sys.executable, "-c", probe, str(tmp_path)]).returncode == 0
