@@ -100,7 +100,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
         assert self.slot is not None
         arguments = ipykernel_arguments(cmd)
         cwd = kwargs.get("cwd")
-        copy_working_files(Path(cwd) if cwd else None, self.slot.work)
+        copy_working_files(Path(cwd) if cwd else None, self.slot.files)
         env = kernel_environment(kwargs.get("env") or {}, self.slot)
         self.kernel_pid = self.zygote.spawn(self.slot, arguments, env)
         self.exit_code = None

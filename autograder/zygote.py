@@ -31,6 +31,7 @@ import ctypes
 import importlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -187,8 +188,14 @@ class _Server:
         # In the sandbox the working folder lies in a tmpfs only this side sees.
         work, uid = Path(request["cwd"]), request.get("uid")
         work.mkdir(mode=0o700, parents=True, exist_ok=True)
+        files = request.get("files")
+        if files and Path(files).is_dir():
+            shutil.copytree(files, work, symlinks=True, dirs_exist_ok=True)
         if uid is not None and os.geteuid() == 0:
-            os.chown(work, uid, uid)
+            for folder, _, names in os.walk(work):
+                os.chown(folder, uid, uid)
+                for name in names:
+                    os.chown(Path(folder) / name, uid, uid, follow_symlinks=False)
         pid = os.fork()
         if pid == 0:
             _become_kernel(request, channel_fds)
@@ -413,6 +420,14 @@ class KernelSlot:
     connection_file: Path
     log: Path
     uid: int | None
+
+    @property
+    def files(self) -> Path:
+        """The assignment's data files for the kernel, copied into ``work`` at its start.
+
+        ``work`` is a tmpfs that only the sandbox sees, so the grader puts them here.
+        """
+        return self.root / "files"
 
     def hand_over(self) -> None:
         """Gives the student's uid its working copy, sockets folder and connection file."""
@@ -647,6 +662,7 @@ class Zygote:
             argv=argv,
             env=env,
             cwd=str(slot.work),
+            files=str(slot.files),
             log=str(slot.log),
             uid=slot.uid,
             limits=self.limits.as_dict(),

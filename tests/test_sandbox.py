@@ -300,3 +300,22 @@ def test_two_zygotes_at_once_give_their_students_different_uids(tmp_path):
     finally:
         for kernels in uids:
             kernels.close()
+
+
+@pytest.mark.slow
+def test_the_assignments_data_files_reach_the_kernels_folder(zygote, tmp_path):
+    # nbgrader runs the notebook in its autograded folder, beside the assignment's files.
+    folder = tmp_path / "autograded"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "points.csv").write_text("1,2\n")
+    notebook = v4.new_notebook(cells=[v4.new_code_cell("print(open('data/points.csv').read())")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    client = NotebookClient(
+        notebook,
+        timeout=30,
+        allow_errors=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(folder)}},
+    )
+    client.execute()
+    assert notebook.cells[0].outputs[0].text.strip() == "1,2"
