@@ -100,7 +100,17 @@ def _limits(args: argparse.Namespace) -> Limits:
         notebook_timeout=args.notebook_timeout,
         memory_mb=args.memory_mb,
         disk_mb=args.disk_mb,
+        device=args.device,
     )
+
+
+def _device_problem(args: argparse.Namespace) -> str:
+    """Returns why the tests cannot run on ``--device`` here, or "" when they can."""
+    from autograder.sandbox import gpu_nodes
+
+    if args.device == "cuda" and not gpu_nodes():
+        return "--device cuda: this machine has no NVIDIA GPU (no /dev/nvidia* device files)"
+    return ""
 
 
 def _id_width(ids: list[str]) -> int:
@@ -151,6 +161,9 @@ def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zyg
 
 
 def _autograde(args: argparse.Namespace) -> int:
+    if problem := _device_problem(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     course = _course(args)
     collected, _ = load_status(course, args.assignment)
     zygotes = _launch(args, course, sum(student.status == OK for student in collected))
@@ -221,6 +234,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    if problem := _device_problem(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     course = _course(args)
     folder = Path(args.submissions)
     entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
@@ -267,6 +283,12 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--memory-mb", type=int, default=defaults.memory_mb, help="memory per student kernel"
+    )
+    command.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default=defaults.device,
+        help="where the tests run (default cpu: grades do not depend on the machine)",
     )
     command.add_argument(
         "--disk-mb",

@@ -29,7 +29,11 @@ def _exercise(grade_id: str) -> str:
 
 
 def grade_rows(
-    course: Course, assignment: str, submissions: list[Submission], sandbox: str = ""
+    course: Course,
+    assignment: str,
+    submissions: list[Submission],
+    sandbox: str = "",
+    device: str = "",
 ) -> list[dict]:
     """Returns one row per student: ids, total, max, per-exercise scores, status, message.
 
@@ -41,6 +45,7 @@ def grade_rows(
         assignment: The assignment id.
         submissions: The students and their collection / grading status.
         sandbox: ``on`` or ``off``: whether graded students' code ran in the sandbox.
+        device: ``cpu`` or ``cuda``: where the tests of graded students ran.
     """
     grade_ids = exercise_ids(course, assignment)
     rows = []
@@ -65,6 +70,7 @@ def grade_rows(
             row.update({_exercise(grade_id): scores[grade_id] for grade_id in grade_ids})
             row.update(status=submission.status, message=submission.message)
             row.update(sandbox=sandbox if submission.graded else "")
+            row.update(device=device if submission.graded else "")
             rows.append(row)
     return rows
 

@@ -1,8 +1,10 @@
-"""How much time, memory and output one student's code may use while it is graded."""
+"""How much time, memory and output one student's code may use while it is graded, and where."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -12,7 +14,9 @@ class Limits:
     Attributes:
         cell_timeout: Seconds one cell may run before it is interrupted.
         notebook_timeout: Seconds the whole notebook may run; cells after that are not run.
-        memory_mb: Address space the kernel may add to what it starts with (RLIMIT_AS).
+        memory_mb: Memory the kernel may add to what it starts with: address space
+            (RLIMIT_AS) on the CPU; on the GPU, where CUDA reserves far more address space
+            than it uses, the data segment and private mappings (RLIMIT_DATA).
         output_chars: Characters of output kept per cell; the rest is dropped.
         file_mb: Largest file the student's code may write (RLIMIT_FSIZE).
         disk_mb: All the student's code may write at once, in its folder, /tmp and
@@ -20,6 +24,8 @@ class Limits:
             per-file limit holds).
         processes: Processes the student's uid may own (RLIMIT_NPROC; only with one uid
             per student).
+        device: Where the tests run: ``cpu`` (the default: grades do not depend on the
+            grading machine) or ``cuda`` (the kernels see the GPU).
     """
 
     cell_timeout: int = 120
@@ -29,7 +35,12 @@ class Limits:
     file_mb: int = 256
     disk_mb: int = 1024
     processes: int = 256
+    device: str = "cpu"
 
-    def as_dict(self) -> dict[str, int]:
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {self.device!r}")
+
+    def as_dict(self) -> dict[str, int | str]:
         """Returns the limits as a plain dict (for the status file and the zygote)."""
         return asdict(self)

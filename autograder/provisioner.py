@@ -101,7 +101,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
         arguments = ipykernel_arguments(cmd)
         cwd = kwargs.get("cwd")
         copy_working_files(Path(cwd) if cwd else None, self.slot.files)
-        env = kernel_environment(kwargs.get("env") or {}, self.slot)
+        env = kernel_environment(kwargs.get("env") or {}, self.slot, self.zygote.limits.device)
         self.kernel_pid = self.zygote.spawn(self.slot, arguments, env)
         self.exit_code = None
         self.pid = self.kernel_pid

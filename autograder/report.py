@@ -191,7 +191,8 @@ def _markdown(
         limits = grading["limits"]
         lines.append(
             f"Limits: {limits['cell_timeout']} s per cell, {limits['notebook_timeout']} s "
-            f"per notebook, {limits['memory_mb']} MB of memory."
+            f"per notebook, {limits['memory_mb']} MB of memory; "
+            f"tests run on {limits.get('device', 'cpu')}."
         )
     lines += ["", "## Students per status", "", "| status | students |", "|---|---|"]
     lines += [f"| {status} | {statuses.get(status, 0)} |" for status in STATUSES]

@@ -85,7 +85,9 @@ class Sandbox:
             return f"on (bubblewrap; {uid})"
         return f"off ({self.reason}): student code ran with the grader's file access; {uid}"
 
-    def wrap(self, command: list[str], writable: Path, disk_mb: int | None = None) -> list[str]:
+    def wrap(
+        self, command: list[str], writable: Path, disk_mb: int | None = None, gpu: bool = False
+    ) -> list[str]:
         """Returns ``command`` run inside the sandbox, or unchanged when it is off.
 
         Args:
@@ -93,10 +95,17 @@ class Sandbox:
             writable: The one folder the sandbox may write to (the kernels' working
                 copies); it has the same path inside and outside.
             disk_mb: What the students' code may write in all (see :func:`bwrap_arguments`).
+            gpu: Whether the kernels see the GPU's device nodes.
         """
         if self.bwrap is None:
             return command
-        arguments = bwrap_arguments(writable, self.packages, self.hidden, disk_mb=disk_mb)
+        arguments = bwrap_arguments(
+            writable,
+            self.packages,
+            self.hidden,
+            disk_mb=disk_mb,
+            gpu_nodes=gpu_nodes() if gpu else (),
+        )
         return [self.bwrap, *arguments, *command]
 
 
@@ -125,6 +134,7 @@ def bwrap_arguments(
     packages: Iterable[Path] = (),
     hidden: Iterable[Path] = (),
     disk_mb: int | None = None,
+    gpu_nodes: Iterable[Path] = (),
 ) -> list[str]:
     """Returns bubblewrap's options for the zygote's sandbox.
 
@@ -138,6 +148,7 @@ def bwrap_arguments(
         disk_mb: The size of each tmpfs the students can write to (``work``, ``/tmp``,
             ``/dev/shm``), so that a student cannot fill the host's disk or memory;
             None leaves tmpfs's default (half the memory).
+        gpu_nodes: Device files to bind into the sandbox's ``/dev`` (see :func:`gpu_nodes`).
 
     Returns:
         The options, to be followed by the command to run.
@@ -155,6 +166,8 @@ def bwrap_arguments(
     size = ["--size", str(disk_mb * 2**20)] if disk_mb else []
     arguments += ["--dev", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp"]
     arguments += [*size, "--tmpfs", "/dev/shm"]
+    for node in gpu_nodes:
+        arguments += ["--dev-bind", str(node), str(node)]
     mounted = [Path(directory) for directory in SYSTEM_DIRS]
     made: set[Path] = {Path("/tmp")}
     for folder in [*_mounts_for_python(), *(Path(p).resolve() for p in packages)]:
@@ -316,3 +329,16 @@ def claim_uid_block(folder: Path | None = None) -> tuple[int, object]:
             continue
         return block, handle
     raise RuntimeError(f"all {UID_BLOCKS} blocks of student uids are held by other runs")
+
+
+# What CUDA opens: the control and UVM devices, one node per GPU, and the capability files.
+GPU_NODE_PATTERNS = ("nvidia[0-9]*", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps/*")
+
+
+def gpu_nodes(dev: Path = Path("/dev")) -> list[Path]:
+    """Returns the NVIDIA device files on this machine, for grading with ``--device cuda``.
+
+    Args:
+        dev: Where device files live.
+    """
+    return sorted({path for pattern in GPU_NODE_PATTERNS for path in dev.glob(pattern)})

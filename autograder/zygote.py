@@ -90,10 +90,11 @@ def _prctl(option: int, value: int) -> None:
 # The zygote process (runs inside the sandbox)
 
 
-def _vm_size() -> int:
+def _status_bytes(field: str) -> int:
+    """Returns a size from /proc/self/status, for example ``VmSize`` or ``VmData``."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmSize:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     return 0
 
@@ -107,7 +108,13 @@ def _set_limits(limits: dict[str, int], own_uid: bool) -> None:
 
     mib = 1024 * 1024
     # The fork starts with torch mapped: the cap is on what the student adds to that.
-    cap(resource.RLIMIT_AS, _vm_size() + limits["memory_mb"] * mib)
+    if limits.get("device", "cpu") == "cuda":
+        # CUDA reserves terabytes of address space (PROT_NONE, never written), so an
+        # address-space cap would stop it from starting. RLIMIT_DATA counts what can be
+        # written (heap and private writable mappings: every tensor on the host).
+        cap(resource.RLIMIT_DATA, _status_bytes("VmData") + limits["memory_mb"] * mib)
+    else:
+        cap(resource.RLIMIT_AS, _status_bytes("VmSize") + limits["memory_mb"] * mib)
     cap(resource.RLIMIT_FSIZE, limits["file_mb"] * mib)
     cap(resource.RLIMIT_CORE, 0)
     # A backstop for the wall-clock limit the grader enforces; CPU time, all threads.
@@ -440,12 +447,15 @@ class KernelSlot:
                     os.chown(Path(folder) / name, self.uid, self.uid)
 
 
-def kernel_environment(base: dict[str, str], slot: KernelSlot) -> dict[str, str]:
+def kernel_environment(
+    base: dict[str, str], slot: KernelSlot, device: str = "cpu"
+) -> dict[str, str]:
     """Returns the environment of a student's kernel: a few of ``base``'s variables.
 
     Args:
         base: The environment jupyter_client would give the kernel.
         slot: The kernel's folders: HOME and TMPDIR point into its working copy.
+        device: ``cpu`` hides every GPU from the kernel; ``cuda`` leaves them visible.
     """
     env = {
         key: value
@@ -457,11 +467,12 @@ def kernel_environment(base: dict[str, str], slot: KernelSlot) -> dict[str, str]
         TMPDIR=str(slot.work),
         PWD=str(slot.work),
         PYTHONDONTWRITEBYTECODE="1",
+    )
+    if device == "cpu":
         # Grades must not depend on the grader's hardware, and CUDA cannot start under
         # the address-space cap (it reserves far more than it uses): the tests run on
         # the CPU, decided here rather than by a failing CUDA initialisation.
-        CUDA_VISIBLE_DEVICES="",
-    )
+        env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 
 
@@ -542,7 +553,9 @@ class Zygote:
         ours, theirs = socket.socketpair()
         with (self.run_dir / "zygote.log").open("a") as log:
             self.process = subprocess.Popen(
-                self.sandbox.wrap(command, self.run_dir, self.limits.disk_mb),
+                self.sandbox.wrap(
+                    command, self.run_dir, self.limits.disk_mb, gpu=self.limits.device == "cuda"
+                ),
                 stdin=theirs,
                 stdout=theirs,
                 stderr=log,

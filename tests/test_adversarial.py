@@ -161,4 +161,4 @@ def test_the_report_and_the_csv_show_each_status(batch):
     assert "- deleted_test_cell: tampered: q1-tests was deleted" in text
     with result.csv.open() as handle:
         header = next(csv.reader(handle))
-    assert header[-3:] == ["status", "message", "sandbox"]
+    assert header[-4:] == ["status", "message", "sandbox", "device"]

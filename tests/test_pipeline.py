@@ -108,9 +108,9 @@ def test_csv_has_ids_scores_then_one_column_per_exercise(graded, assignment: str
         header = next(csv.reader(handle))
     assert graded[assignment].csv.name == f"{assignment}_grades.csv"
     assert header[:4] == ["student_id", "assignment", "score", "max_score"]
-    exercises = header[4:-3]
+    exercises = header[4:-4]
     assert exercises and all(name.startswith("q") for name in exercises)
-    assert header[-3:] == ["status", "message", "sandbox"]
+    assert header[-4:] == ["status", "message", "sandbox", "device"]
 
 
 @pytest.mark.slow
@@ -182,6 +182,7 @@ def test_every_honest_fixture_is_graded_ok_in_the_sandbox(graded, assignment: st
     for student in _expected(assignment):
         assert rows[student]["status"] == "ok", f"{student}: {rows[student]['message']}"
         assert rows[student]["sandbox"] in ("on", "off")
+        assert rows[student]["device"] == "cpu"  # the default: grades never depend on a GPU
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from nbformat import v4
 from autograder.course import REPO, Course
 from autograder.grade import forked_kernels
 from autograder.limits import Limits
-from autograder.sandbox import bwrap_arguments, course_sandbox, detect_sandbox
+from autograder.sandbox import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
 from autograder.zygote import Zygote
 
 
@@ -64,6 +64,14 @@ def test_kernels_share_the_graders_uid_where_it_cannot_switch_uids(monkeypatch):
 
 
 SANDBOX = course_sandbox(Course.repository())
+
+
+def torch_cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 needs_bwrap = pytest.mark.skipif(not SANDBOX.enabled, reason=f"sandbox off: {SANDBOX.reason}")
 
 
@@ -319,3 +327,79 @@ def test_the_assignments_data_files_reach_the_kernels_folder(zygote, tmp_path):
     )
     client.execute()
     assert notebook.cells[0].outputs[0].text.strip() == "1,2"
+
+
+@pytest.fixture(scope="module", params=["bubblewrap", "no sandbox"])
+def cuda_zygote(request):
+    """A zygote whose kernels grade with --device cuda (visible GPU, RLIMIT_DATA cap)."""
+    sandbox = SANDBOX if request.param == "bubblewrap" else detect_sandbox(enabled=False)
+    if request.param == "bubblewrap" and not SANDBOX.enabled:
+        pytest.skip(f"sandbox off: {SANDBOX.reason}")
+    with (
+        tempfile.TemporaryDirectory(prefix="autograder-test-") as run,
+        Zygote(sandbox, Path(run), Limits(cell_timeout=30, device="cuda")) as kernels,
+        forked_kernels(kernels),
+    ):
+        yield kernels
+
+
+@pytest.mark.slow
+def test_grading_on_cuda_caps_host_memory_without_an_address_space_cap(cuda_zygote):
+    seen = _run(
+        "import os, resource\n"
+        "print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')),"
+        " resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY,"
+        " resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY)",
+        "import torch\nx = torch.ones(5 * 2**30)  # 20 GiB on the host",
+        "print('still here')",
+    )
+    # The GPU stays visible (CUDA needs the address space it reserves), and the 20 GB a
+    # student allocates on the host are refused all the same.
+    assert seen[0] == "None True True"
+    assert "can't allocate memory" in seen[1]
+    assert seen[2] == "still here"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch_cuda_available(), reason="no CUDA device here")
+def test_grading_on_cuda_runs_the_tests_on_the_gpu(cuda_zygote):
+    seen = _run(
+        "import torch\nfrom autograd_pitfalls import devices\n"
+        "x = torch.ones(1000, 1000, device='cuda')\n"
+        "print([d.type for d in devices()], float((x @ x).sum()))"
+    )
+    assert seen == ["['cpu', 'cuda'] 1000000000.0"]
+
+
+def test_gpu_device_files_are_found_and_bound_into_the_sandbox(tmp_path):
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "null"):
+        (tmp_path / name).touch()
+    (tmp_path / "nvidia-caps").mkdir()
+    (tmp_path / "nvidia-caps" / "nvidia-cap1").touch()
+    nodes = gpu_nodes(tmp_path)
+    assert [path.relative_to(tmp_path).as_posix() for path in nodes] == [
+        "nvidia-caps/nvidia-cap1",
+        "nvidia-uvm",
+        "nvidia-uvm-tools",
+        "nvidia0",
+        "nvidia1",
+        "nvidiactl",
+    ]
+    arguments = bwrap_arguments(tmp_path / "run", gpu_nodes=nodes)
+    pairs = list(itertools.pairwise(arguments))
+    for node in nodes:
+        assert ("--dev-bind", str(node)) in pairs
+    assert "--dev-bind" not in bwrap_arguments(tmp_path / "run")
+
+
+def test_an_unknown_device_is_refused():
+    with pytest.raises(ValueError, match="device must be one of cpu, cuda"):
+        Limits(device="tpu")
+
+
+@pytest.mark.skipif(bool(gpu_nodes()), reason="this machine has a GPU")
+def test_grading_on_cuda_without_a_gpu_says_so(capsys, tmp_path):
+    from autograder.cli import main
+
+    assert main(["grade", "01_leaf_tensors", str(tmp_path), "--device", "cuda"]) == 1
+    assert "this machine has no NVIDIA GPU" in capsys.readouterr().err
