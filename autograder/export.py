@@ -10,7 +10,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.course import Course
-from autograder.outcome import Submission
+from autograder.outcome import ERROR, OK, Submission
 
 
 def exercise_ids(course: Course, assignment: str) -> list[str]:
@@ -68,7 +68,13 @@ def grade_rows(
                                 scores[grade.name] = grade.score
             row.update(score=total, max_score=max_score)
             row.update({_exercise(grade_id): scores[grade_id] for grade_id in grade_ids})
-            row.update(status=submission.status, message=submission.message)
+            status, message = submission.status, submission.message
+            if status == OK and not submission.graded:
+                # Collected but never graded (autograde not run, or stopped before them):
+                # a 0 with status ok would read as a real grade.
+                status = ERROR
+                message = "not graded: autograde did not run for this student"
+            row.update(status=status, message=message)
             row.update(sandbox=sandbox if submission.graded else "")
             row.update(device=device if submission.graded else "")
             rows.append(row)

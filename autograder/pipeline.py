@@ -158,15 +158,18 @@ def grade_class(
     """
     build(course, [assignment])
     collect_class(course, assignment, submissions)
-    autograde_class(
-        course,
-        assignment,
-        jobs=jobs,
-        limits=limits,
-        sandbox=sandbox,
-        feedback=True,
-        zygotes=zygotes,
-    )
-    rows, csv_path = export_class(course, assignment)
+    try:
+        autograde_class(
+            course,
+            assignment,
+            jobs=jobs,
+            limits=limits,
+            sandbox=sandbox,
+            feedback=True,
+            zygotes=zygotes,
+        )
+    finally:
+        # Whatever stopped the batch, it ends with a CSV; students not graded say so.
+        rows, csv_path = export_class(course, assignment)
     report = write_report(course, assignment)
     return GradingResult(rows, csv_path, course.root / "feedback", report)

@@ -165,3 +165,18 @@ def test_uid_block_claims_hold_across_processes(tmp_path, monkeypatch):
     assert other_run.returncode == 3
     claim.close()
     assert subprocess.run([sys.executable, "-c", probe, str(tmp_path)]).returncode == 0
+
+
+@pytest.mark.slow
+def test_students_collected_but_never_graded_are_not_exported_as_ok(tmp_path):
+    from autograder.build import build
+    from autograder.pipeline import collect_class, export_class
+
+    course = Course.at(tmp_path / "course", release=tmp_path / "course" / "release")
+    build(course, [ASSIGNMENT])
+    submissions = tmp_path / "submissions"
+    _notebook(submissions / "honest" / f"{ASSIGNMENT}.ipynb", "honest")
+    collect_class(course, ASSIGNMENT, submissions)
+    rows, _ = export_class(course, ASSIGNMENT)  # autograde never ran (it crashed, say)
+    assert [(row["student_id"], row["status"]) for row in rows] == [("honest", "error")]
+    assert "not graded" in rows[0]["message"]
