@@ -675,7 +675,7 @@ with expect_error(AssertionError, match="on another device"):
 print("on meta:", on_meta(lambda h: (h**2).mean(), torch.ones(2)))  # device-following: fine
 
 # %% [markdown]
-# One correct habit fails on `meta`: anomaly mode (section 9) checks every gradient for NaN, and that check reads values.
+# One thing fails on `meta` even in a correct answer: anomaly mode (section 9), whose check of every gradient for NaN reads values.
 # So the tests use `run_on_meta`, which is `on_meta` with that check turned off: a `detect_anomaly()` left in your answer costs nothing.
 
 
@@ -933,7 +933,14 @@ assert w._version == 1 and not watch.last_write_seen()
 w = nn.Parameter(torch.ones(2))
 with WatchWrites(w) as watch, torch.no_grad():
     w.fill_(5.0)
+print("a write under no_grad: last write seen:", watch.last_write_seen())
 assert watch.last_write_seen()
+
+w = nn.Parameter(torch.zeros(2, device="meta"))
+with WatchWrites(w) as watch, torch.no_grad():
+    w += torch.ones(2)  # a CPU operand: meta lets it pass
+print("on meta, w += torch.ones(2) runs; calls that mix devices:", watch.mixed)
+assert watch.mixed and w.device.type == "meta"
 
 # %% [markdown]
 # ### Exercise 3 — initialise a parameter in place (3 points)
