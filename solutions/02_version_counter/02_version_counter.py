@@ -3,7 +3,7 @@
 #
 # ## What you will learn
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
-# - The two in-place writes autograd forbids: on a leaf that requires grad, and on a tensor saved for backward.
+# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward.
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, and four ways to fix a version error.
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
@@ -26,6 +26,7 @@ from autograd_pitfalls import (
     draw,
     expect_error,
     expect_warning,
+    on_meta,
     track_inplace,
 )
 
@@ -108,12 +109,26 @@ assert base._version == 0 and base.sum().item() == 4.0
 # ## 3. Forbidden kind 1: an in-place write to a leaf that requires grad
 #
 # A leaf that requires grad (every `nn.Parameter` is one) is where `backward()` delivers a gradient.
-# If you overwrote it in place, the gradient in its `.grad` would belong to values it no longer holds.
-# So autograd refuses the write the moment it happens, not at `backward()`.
+# While grad mode is on, autograd records every op on a tensor that requires grad, in-place ones included, and an in-place op rewrites the history of the tensor it writes: the tensor becomes that op's output, with the op as its `grad_fn`.
+# A leaf has no history to rewrite: it is the end of the graph, where `.grad` is filled.
+# So, while grad mode records, autograd refuses an in-place write to such a leaf the moment it happens, not at `backward()`.
+# First the rewrite, on a non-leaf `b`: after `b.add_(1)` its `grad_fn` is the add.
+
+# %%
+b = torch.ones(2, requires_grad=True) * 1
+print("b.grad_fn before:", type(b.grad_fn).__name__)
+b.add_(1)  # allowed: b is not a leaf; autograd records the write as b's new history
+print("b.grad_fn after b.add_(1):", type(b.grad_fn).__name__)
+assert type(b.grad_fn).__name__ == "AddBackward0"
+
+# %% [markdown]
+# Now a fresh leaf, which has no `.grad` yet: every way of writing in place is refused.
 # (Older blog posts quote "has been used in an in-place operation"; torch 2.13 says "is being used".)
 
 # %%
 a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+print("a.grad before any write:", a.grad)
+assert a.grad is None
 with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
     a.add_(10.0)
 with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
@@ -142,8 +157,21 @@ print("a.grad:", a.grad)
 assert torch.equal(a.grad, a.detach() / 2)
 
 # %% [markdown]
-# How, then, do you initialise or update a parameter?
-# Under `torch.no_grad()`, where autograd records nothing: section 8.
+# The refusal is about recording, not about `.grad`.
+# Under `torch.no_grad()` autograd records nothing, so the same write is allowed, even right after `backward()` filled `a.grad`.
+# `a` stays a leaf, its version goes up, and `a.grad` keeps the gradient of the old values: that is exactly what an optimiser step does.
+
+# %%
+with torch.no_grad():
+    a.add_(10.0)  # the write refused above, now under no_grad
+print(a, "| is_leaf:", a.is_leaf, "| version:", a._version, "| a.grad:", a.grad)
+assert a.is_leaf and a._version == 1 and a.tolist() == [20.0, 15.0, 12.0, 13.0]
+assert torch.equal(
+    a.grad, torch.tensor([5.0, 2.5, 1.0, 1.5])
+)  # still the gradient at the old values
+
+# %% [markdown]
+# So, to initialise or update a parameter, write under `torch.no_grad()`: section 8 shows how.
 
 # %% [markdown]
 # ## 4. Forbidden kind 2: modifying a tensor saved for backward
@@ -240,12 +268,13 @@ assert torch.equal(w2.grad, torch.tensor([4.0]))
 #
 # Autograd only checks the tensors that some node saved.
 # A write to a tensor that no node saved raises nothing, and the gradient stays correct.
-# To predict which case you are in, ask of every op the tensor fed: does its backward need that value?
+# To predict which case you are in, ask of every op the tensor fed: does its backward need that value to compute the gradient of an input that requires grad?
+# A node saves a value only for the gradients it will really compute.
 #
 # | op | by hand | saves |
 # |---|---|---|
 # | `b + c`, `b - c`, `b.sum()` | derivative 1, no value needed | nothing |
-# | `b * c` | `d/db = c`, `d/dc = b` | both inputs |
+# | `b * c` | `d/db = c`, `d/dc = b` | `c` if `b` requires grad, `b` if `c` does (both, when both do) |
 # | `b ** 2` | `2b` | its input |
 # | `b.exp()`, `b.sigmoid()`, `b.relu()` | expressed with the output | its **output** |
 #
@@ -277,6 +306,32 @@ for text, out in ops.items():
 assert saved_by["b + c"] == saved_by["b - c"] == saved_by["b.sum()"] == []
 assert saved_by["b * c"] == ["other", "self"] and saved_by["b ** 2"] == ["self"]
 assert saved_by["b.exp()"] == saved_by["b.sigmoid()"] == saved_by["b.relu()"] == ["result"]
+
+# %% [markdown]
+# Above, `b` and `c` both require grad, so `b * c` saved both.
+# When `c` does not, `d/dc` is never computed, so `b` is not saved (`_saved_self` is `None`): writing to `b` after `b * c` is then harmless.
+# By hand, `loss = Σ a·c`, so `a.grad = c = [3, 3]`.
+
+# %%
+a = torch.ones(2, requires_grad=True)
+b = a * 1  # requires grad
+c = torch.full((2,), 3.0)  # does not
+product = b * c
+node = product.grad_fn
+print(
+    type(node).__name__,
+    "| _saved_self (b):",
+    node._saved_self,
+    "| _saved_other (c):",
+    node._saved_other,
+)
+assert node._saved_self is None and torch.equal(node._saved_other, c)
+loss = product.sum()
+b.add_(100.0)  # b is at version 1, but no node saved it
+assert not diagnose(loss)
+loss.backward()
+print("a.grad:", a.grad)
+assert torch.equal(a.grad, torch.full((2,), 3.0))
 
 # %% [markdown]
 # First the failing case, from the blog post: `(b * b).mean()` saves `b`, so writing to `b` afterwards breaks `backward()`.
@@ -363,8 +418,21 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
     e.sum().backward()
 
 # %% [markdown]
-# No error means the gradient is right for the values the forward pass used.
-# It says nothing about whether the values you keep using afterwards are the ones you meant: `loss` above was computed before `c[0] = 1000.0` and does not change with it.
+# No error means the gradient is right for the values the forward pass used, provided every write moved a version counter.
+# A write through `.data` (section 2) or numpy moves none: `backward()` raises nothing and the gradient is silently wrong.
+# Here is the failing `exp` case again, with the write made through `.data`: by hand `a.grad` should be `exp(a)`; it comes out as `2 exp(a)`.
+
+# %%
+a = torch.tensor([0.0, 1.0], requires_grad=True)
+e = (a * 1).exp()
+e.data.mul_(2)  # the same write, hidden from the counter
+e.sum().backward()  # no error ...
+print("a.grad:", a.grad, "| exp(a):", a.detach().exp(), "<- wrong, and no error")
+assert torch.allclose(a.grad, 2 * a.detach().exp())
+
+# %% [markdown]
+# Sections 7 and 8 come back to such hidden writes.
+# Even without them, "no error" says nothing about whether the values you keep using afterwards are the ones you meant: `loss` above was computed before `c[0] = 1000.0` and does not change with it.
 
 # %% [markdown]
 # ### Exercise 1 — predict the versions (2 points)
@@ -588,6 +656,54 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # The intended computation: the loss uses the original `h`; by hand, `d mean(h²) / dw = xᵀ · 2h / h.numel()`.
 # For `x = [[1, 2], [3, 4]]` and `w = I`: `h = x`, the loss is `(1 + 4 + 9 + 16) / 4 = 7.5`, `w.grad = [[5, 7], [7, 10]]`, and the centred `h` is `[[-1, -1], [1, 1]]`.
 # Silencing the error with `.data` gives a wrong `w.grad`; the tests compare with the hand-derived gradient.
+# `x` may require grad too: `loss.backward()` then fills `x.grad` as well, and it must be right too.
+# Return the loss and the centred `h` as tensors on `x`'s device and in its dtype.
+#
+# The tests also run your function through `on_meta` (below): its tensor arguments are moved to the `meta` device (a shape, a dtype and autograd, but no values).
+# A tensor built on the CPU whatever the input's device, such as `torch.tensor(loss.item())`, passes on a CPU but breaks on a GPU; on `meta` it fails on any machine:
+
+
+# %%
+def mean_square_rebuilt(h: torch.Tensor) -> torch.Tensor:
+    """mean(h**2), rebuilt as a new tensor on the CPU: a device bug."""
+    return torch.tensor((h**2).mean().item())
+
+
+print("on the CPU:", mean_square_rebuilt(torch.ones(2)))  # looks fine
+with expect_error(AssertionError, match="on another device"):
+    on_meta(mean_square_rebuilt, torch.ones(2))
+print("on meta:", on_meta(lambda h: (h**2).mean(), torch.ones(2)))  # device-following: fine
+
+# %% [markdown]
+# One thing fails on `meta` even in a correct answer: anomaly mode (section 9), whose check of every gradient for NaN reads values.
+# So the tests use `run_on_meta`, which is `on_meta` with that check turned off: a `detect_anomaly()` left in your answer costs nothing.
+
+
+# %% nbgrader={"grade_id": "meta-helper", "locked": true}
+def run_on_meta(function, *args, **kwargs):
+    """on_meta, with anomaly mode's NaN checks off: they read values, and meta tensors have none."""
+    set_anomaly_enabled = torch.set_anomaly_enabled
+    enabled, check_nan = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    torch.set_anomaly_enabled = lambda mode, check_nan=True: set_anomaly_enabled(mode, False)
+    try:
+        return on_meta(function, *args, **kwargs)
+    finally:
+        torch.set_anomaly_enabled = set_anomaly_enabled
+        set_anomaly_enabled(enabled, check_nan)
+
+
+def debugged_mean_square(h: torch.Tensor) -> torch.Tensor:
+    """d mean(h**2) / dh, computed with anomaly mode on (as while debugging)."""
+    with torch.autograd.detect_anomaly():
+        h = h.detach().requires_grad_(True)
+        (h**2).mean().backward()
+    return h.grad
+
+
+with expect_warning(UserWarning, match="Anomaly Detection has been enabled"):
+    with expect_error(AssertionError, match="on another device"):
+        on_meta(debugged_mean_square, torch.ones(2))  # the NaN check calls .item()
+    print("run_on_meta:", run_on_meta(debugged_mean_square, torch.ones(2)))
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
@@ -623,6 +739,14 @@ for device in devices():
         f"the centred activations should be [[-1, -1], [1, 1]], got {centred.tolist()}"
     )
     assert_is_leaf(w, name="w")
+# Device-following: on meta tensors, both results must stay on meta.
+loss, centred = run_on_meta(
+    loss_and_centred, torch.ones(3, 2), torch.ones(2, 4, requires_grad=True)
+)
+assert isinstance(loss, torch.Tensor), "return the loss as a tensor"
+assert centred.shape == (3, 4), (
+    f"the centred h should have shape (3, 4), got {tuple(centred.shape)}"
+)
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(2)
 for device in devices():
@@ -646,6 +770,19 @@ for device in devices():
         w = w_start.clone().requires_grad_(True)
         loss_and_centred(x_leaf, w)
         assert_grad_close(x_leaf.grad, (2 * h / h.numel()) @ w_start.T, name="x.grad", atol=1e-5)
+    # float64 inputs: results in float64 too.
+    x = torch.randn(4, 3, generator=generator, dtype=torch.float64).to(device) + 1.0
+    w = torch.randn(3, 2, generator=generator, dtype=torch.float64).to(device).requires_grad_(True)
+    loss, centred = loss_and_centred(x, w)
+    h = x @ w.detach()
+    assert loss.dtype == centred.dtype == torch.float64, "keep the inputs' dtype (float64 here)"
+    assert torch.allclose(centred, h - h.mean(dim=0)), (
+        "the second value should be h - h.mean(dim=0)"
+    )
+    assert_grad_close(w.grad, x.T @ (2 * h / h.numel()), name="w.grad")
+run_on_meta(
+    loss_and_centred, torch.ones(2, 3, requires_grad=True), torch.ones(3, 2, requires_grad=True)
+)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -729,11 +866,89 @@ print("w.grad:", w.grad, "<- wrong: the values the forward pass used give [2, 2]
 assert torch.equal(w.grad, torch.tensor([20.0, 20.0]))
 
 # %% [markdown]
+# ### The counter counts writes, not which write
+#
+# A version that went up does not prove that autograd saw the write you care about.
+# Here a seen write moves the counter to 1, then a `.data` write puts other values in: the version still says 1.
+
+# %%
+w = nn.Parameter(torch.ones(2))
+with torch.no_grad():
+    w.zero_()  # seen: version 0 -> 1
+w.data.fill_(5.0)  # hidden: the values change, the version stays 1
+print(w, "| version:", w._version)
+assert w._version == 1 and w.tolist() == [5.0, 5.0]
+
+# %% [markdown]
+# To tell the two apart, `WatchWrites(w)` (in the next cell, used by the tests of Exercise 3) watches every torch call made inside its block.
+# After each call that moved `w`'s counter, it copies `w`'s values: the last copy is what autograd last saw.
+# If `w` ends with other values, the last write was hidden.
+# It also notes in-place calls that mix `w` (on a GPU, or on `meta`) with a CPU tensor of more than one value: a GPU refuses those (`copy_` and index assignment excepted), but on `meta` they pass.
+
+# %% nbgrader={"grade_id": "watch-writes", "locked": true}
+from torch.overrides import TorchFunctionMode
+
+
+class WatchWrites(TorchFunctionMode):
+    """Copies tensor's values after each torch call that moved its version counter."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        super().__init__()
+        self.tensor, self.version = tensor, tensor._version
+        self.seen: torch.Tensor | None = None  # the values after the last seen write
+        self.mixed: list[str] = []  # calls mixing tensor's device with a CPU tensor
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        name = getattr(func, "__name__", str(func))
+        if (
+            self.tensor.device.type != "cpu"
+            and name not in ("copy_", "__setitem__")
+            and any(t.device == self.tensor.device for t in tensors)
+            and any(t.device.type == "cpu" and t.dim() > 0 for t in tensors)
+        ):
+            self.mixed.append(name)
+        result = func(*args, **kwargs)
+        if self.tensor._version != self.version:
+            self.version = self.tensor._version
+            self.seen = self.tensor.detach().clone()
+        return result
+
+    def last_write_seen(self) -> bool:
+        """Whether the tensor holds the values autograd saw last (on meta: always)."""
+        if self.tensor.device.type == "meta":
+            return self.seen is not None
+        return self.seen is not None and torch.equal(self.seen, self.tensor.detach())
+
+
+w = nn.Parameter(torch.ones(2))
+with WatchWrites(w) as watch:
+    with torch.no_grad():
+        w.zero_()
+    w.data.fill_(5.0)
+print("version:", w._version, "| last seen values:", watch.seen, "| now:", w.detach())
+assert w._version == 1 and not watch.last_write_seen()
+
+w = nn.Parameter(torch.ones(2))
+with WatchWrites(w) as watch, torch.no_grad():
+    w.fill_(5.0)
+print("a write under no_grad: last write seen:", watch.last_write_seen())
+assert watch.last_write_seen()
+
+w = nn.Parameter(torch.zeros(2, device="meta"))
+with WatchWrites(w) as watch, torch.no_grad():
+    w += torch.ones(2)  # a CPU operand: meta lets it pass
+print("on meta, w += torch.ones(2) runs; calls that mix devices:", watch.mixed)
+assert watch.mixed and w.device.type == "meta"
+
+# %% [markdown]
 # ### Exercise 3 — initialise a parameter in place (3 points)
 #
 # Write `init_scaled_identity_(weight, scale)`: overwrite the existing 2-D parameter `weight` with `scale` times the identity (ones on the main diagonal, as `torch.eye(rows, cols)` gives), and return it.
 # For a (2, 3) weight and `scale = 0.5` the result is `[[0.5, 0, 0], [0, 0.5, 0]]`.
-# It must stay the same object (an optimiser holds a reference to it), in the same memory, a leaf that requires grad, and autograd must see the write: the tests check that `weight._version` went up, so a `.data` write fails.
+# It must stay the same object (an optimiser holds a reference to it), in the same memory, a leaf that requires grad, and autograd must see the write that leaves the final values: the tests watch your function with `WatchWrites`, so a `.data` or numpy write fails, even after a write autograd saw.
+# Your function must follow `weight`'s device: the tests also run it on a `meta` parameter.
 
 
 # %% nbgrader={"grade_id": "q3-answer", "solution": true}
@@ -756,34 +971,45 @@ def init_scaled_identity_(weight: nn.Parameter, scale: float) -> nn.Parameter:
 
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
-"""Checks init_scaled_identity_: values, same leaf object and memory, version bumped, gradient."""
-for device in devices():
-    weight = nn.Parameter(torch.full((2, 3), 7.0, device=device))
+"""Checks init_scaled_identity_: values, same leaf object and memory, last write seen, device."""
+
+
+def watched_init(weight: nn.Parameter, scale: float) -> nn.Parameter:
+    """Calls init_scaled_identity_ under WatchWrites; checks what autograd saw and the devices."""
     version, pointer = weight._version, weight.data_ptr()
-    result = init_scaled_identity_(weight, 0.5)
-    expected = torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]], device=device)
+    with WatchWrites(weight) as watch:
+        result = init_scaled_identity_(weight, scale)
     assert result is weight, "return the same Parameter object, do not make a new one"
-    assert torch.equal(weight.detach(), expected), f"weight should be {expected.tolist()}"
     assert weight.data_ptr() == pointer, "write into weight's memory; do not assign .data"
     assert_is_leaf(weight, name="weight")
     assert_version(weight, version + 1, name="weight")
+    assert watch.last_write_seen(), (
+        "autograd did not see the write that left weight's final values (.data or numpy?): "
+        "write under torch.no_grad() instead"
+    )
+    assert not watch.mixed, (
+        f"{watch.mixed[0]} mixes weight's device with a CPU tensor: build it on weight.device"
+    )
+    return result
+
+
+for device in devices():
+    weight = nn.Parameter(torch.full((2, 3), 7.0, device=device))
+    watched_init(weight, 0.5)
+    expected = torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]], device=device)
+    assert torch.equal(weight.detach(), expected), f"weight should be {expected.tolist()}"
+run_on_meta(watched_init, nn.Parameter(torch.full((2, 3), 7.0)), 0.5, name="init_scaled_identity_")
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(3)
 for device in devices():
     for rows, cols in [(3, 3), (4, 2), (1, 5)]:
         scale = float(torch.rand(1, generator=generator)) + 0.5
         weight = nn.Parameter(torch.randn(rows, cols, generator=generator).to(device))
-        version, pointer = weight._version, weight.data_ptr()
-        result = init_scaled_identity_(weight, scale)
+        watched_init(weight, scale)
         eye = torch.eye(rows, cols, device=device)
-        assert result is weight, "return the same Parameter object, do not make a new one"
-        assert isinstance(weight, nn.Parameter), "weight should still be an nn.Parameter"
         assert torch.allclose(weight.detach(), scale * eye), (
             f"weight should be {scale} * torch.eye({rows}, {cols})"
         )
-        assert weight.data_ptr() == pointer, "write into weight's memory; do not assign .data"
-        assert_is_leaf(weight, name="weight")
-        assert_version(weight, version + 1, name="weight")
         assert weight.grad is None, "initialising should not fill weight.grad"
         # A forward and backward pass after the init: loss = sum((x @ weight.T) ** 2) / 2.
         x = torch.randn(5, cols, generator=generator).to(device)
@@ -791,6 +1017,10 @@ for device in devices():
         (y**2).sum().div(2).backward()
         expected_y = x @ (scale * eye).T
         assert_grad_close(weight.grad, expected_y.T @ x, name="weight.grad", atol=1e-5)
+for rows, cols in [(3, 3), (4, 2), (1, 5)]:
+    run_on_meta(
+        watched_init, nn.Parameter(torch.zeros(rows, cols)), 2.0, name="init_scaled_identity_"
+    )
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -850,7 +1080,7 @@ assert write.code == "d[:] = 0"
 # ## 10. Backward twice
 #
 # `backward()` frees the saved tensors once it has used them, to save memory.
-# A second `backward()` through the same graph finds them gone.
+# A second `backward()` through the same graph fails if the graph saved something: it finds the saved tensors gone.
 
 # %%
 a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -860,7 +1090,18 @@ with expect_error(RuntimeError, match="Trying to backward through the graph a se
     out.sum().backward()
 
 # %% [markdown]
-# The drawing shows the freed saved tensor in grey.
+# A graph that saved nothing has nothing to free: `(v + 1).sum()` backpropagates twice without error, and the two gradients add up in `v.grad` (more on that below).
+
+# %%
+v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+total = (v + 1).sum()  # AddBackward1 and SumBackward0 save no tensor
+total.backward()
+total.backward()  # no error
+print("v.grad after two backward() calls:", v.grad)
+assert torch.equal(v.grad, torch.full((3,), 2.0))
+
+# %% [markdown]
+# The drawing of the sigmoid graph shows its freed saved tensor in grey.
 
 # %%
 draw(out, names={"a": a, "out": out})
@@ -900,69 +1141,128 @@ assert torch.allclose(first, by_hand) and torch.equal(a.grad, 2 * a.detach())
 # %% [markdown]
 # ### Exercise 4 — two gradients from one forward pass (2 points)
 #
-# Write `two_gradients(x, w)`: compute `h = torch.tanh(x @ w)` once, and return the gradients with respect to `w` of `h.sum()` and of `(h ** 2).sum()`, as two separate tensors.
-# By hand, with `s = 1 - h²`: the first is `xᵀ · s`, the second `xᵀ · (2h · s)`.
-# For `x = [[1, 2]]` and `w = [[0.5], [0]]`: `h = tanh(0.5) ≈ 0.4621`, the first gradient is `≈ [[0.7864], [1.5729]]` and the second `≈ [[0.7269], [1.4537]]`.
-# Leave `w` unchanged.
+# Write `two_gradients(layer, x)`: run the forward pass `h = layer(x)` once, and return the gradients with respect to the parameter `layer.weight` of `h.sum()` and of `(h ** 2).sum()`, as two separate tensors.
+# `layer` is any module with a parameter `weight`.
+# The example is `TanhLayer` below, `h = tanh(x @ weight)`; the tests also use other layers (an `nn.Linear`, for one), so let autograd compute the gradients.
+# The tests count how many times `layer` runs its forward pass: once, as the title says.
+# By hand, for `TanhLayer`, with `s = 1 - h²`: the first gradient is `xᵀ · s`, the second `xᵀ · (2h · s)`.
+# For `x = [[1, 2]]` and `weight = [[0.5], [0]]`: `h = tanh(0.5) ≈ 0.4621`, the first gradient is `≈ [[0.7864], [1.5729]]` and the second `≈ [[0.7269], [1.4537]]`.
+# Leave `layer.weight` unchanged, and follow its device: the tests also run your function on `meta` tensors.
 # Watch out for the two traps of section 10: the freed graph, and gradients that add up.
 
 
+# %%
+class TanhLayer(nn.Module):
+    """h = tanh(x @ weight), with weight a parameter of shape (m, k)."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x @ self.weight)
+
+
+layer = TanhLayer(torch.tensor([[0.5], [0.0]]))
+h = layer(torch.tensor([[1.0, 2.0]]))
+print("h:", h, "| tanh(0.5):", torch.tanh(torch.tensor(0.5)).item())
+assert torch.allclose(h, torch.tanh(torch.tensor([[0.5]])))
+
+
 # %% nbgrader={"grade_id": "q4-answer", "solution": true}
-def two_gradients(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Returns d h.sum() / dw and d (h**2).sum() / dw for h = tanh(x @ w), one forward pass.
+def two_gradients(layer: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns d h.sum() / d layer.weight and d (h**2).sum() / d layer.weight, h = layer(x).
 
     Args:
-        x: Inputs, shape (n, m).
-        w: Weights, a leaf that requires grad, shape (m, k).
+        layer: A module with a parameter ``weight``; call it once.
+        x: Its input.
 
     Returns:
-        The two gradients, each of shape (m, k), as separate tensors.
+        The two gradients, each of layer.weight's shape, as separate tensors.
     """
     ### BEGIN SOLUTION
-    h = torch.tanh(x @ w)
-    (first,) = torch.autograd.grad(h.sum(), w, retain_graph=True)
-    (second,) = torch.autograd.grad((h**2).sum(), w)
+    h = layer(x)
+    (first,) = torch.autograd.grad(h.sum(), layer.weight, retain_graph=True)
+    (second,) = torch.autograd.grad((h**2).sum(), layer.weight)
     return first, second
     ### END SOLUTION
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
-"""Checks two_gradients against the hand-derived gradients, on every device."""
+"""Checks two_gradients: one forward pass (counted), the gradients, on every device and on meta."""
+
+
+def counted(layer_class: type[nn.Module]) -> type[nn.Module]:
+    """A subclass of layer_class that counts the runs of its forward pass in forward_calls."""
+
+    class Counted(layer_class):
+        def forward(self, *args, **kwargs):
+            self.forward_calls = getattr(self, "forward_calls", 0) + 1
+            return super().forward(*args, **kwargs)
+
+    return Counted
+
+
+def check_one_forward(layer: nn.Module) -> None:
+    calls = getattr(layer, "forward_calls", 0)
+    assert calls == 1, f"layer ran its forward pass {calls} times; run h = layer(x) once"
+
+
 for device in devices():
     x = torch.tensor([[1.0, 2.0]], device=device)
-    w = torch.tensor([[0.5], [0.0]], device=device, requires_grad=True)
-    first, second = two_gradients(x, w)
+    layer = counted(TanhLayer)(torch.tensor([[0.5], [0.0]], device=device))
+    first, second = two_gradients(layer, x)
+    check_one_forward(layer)
     s = 1 - torch.tanh(torch.tensor(0.5)) ** 2
     h = torch.tanh(torch.tensor(0.5))
     assert_grad_close(first, torch.tensor([[1.0], [2.0]], device=device) * s, name="first")
     assert_grad_close(
         second, torch.tensor([[1.0], [2.0]], device=device) * 2 * h * s, name="second"
     )
+run_on_meta(two_gradients, TanhLayer(torch.ones(2, 1)), torch.ones(1, 2))
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(4)
 for device in devices():
     for n, m, k in [(3, 4, 2), (5, 2, 3)]:
         x = torch.randn(n, m, generator=generator).to(device)
         w_start = torch.randn(m, k, generator=generator).to(device) / 2
-        w = w_start.clone().requires_grad_(True)
-        first, second = two_gradients(x, w)
+        layer = counted(TanhLayer)(w_start.clone())
+        first, second = two_gradients(layer, x)
+        check_one_forward(layer)
         h = torch.tanh(x @ w_start)
         s = 1 - h**2
         assert_grad_close(first, x.T @ s, name="first", atol=1e-5)
         assert_grad_close(second, x.T @ (2 * h * s), name="second", atol=1e-5)
         assert first is not second, "return two separate tensors"
-        assert torch.equal(w.detach(), w_start) and w._version == 0, "w should not change"
-        assert_is_leaf(w, name="w")
+        assert torch.equal(layer.weight.detach(), w_start), "layer.weight should not change"
+        assert_is_leaf(layer.weight, name="layer.weight")
+    # Another layer: h = x @ weight.T + bias, so d h.sum() / d weight = 1ᵀ x and
+    # d (h**2).sum() / d weight = 2 hᵀ x. In float64, to check the dtype too.
+    for n, m, k in [(4, 3, 2), (2, 5, 5)]:
+        layer = counted(nn.Linear)(m, k, dtype=torch.float64).to(device)
+        with torch.no_grad():  # seeded values, not the global random state
+            layer.weight.copy_(torch.randn(k, m, generator=generator, dtype=torch.float64))
+            layer.bias.copy_(torch.randn(k, generator=generator, dtype=torch.float64))
+        x = torch.randn(n, m, generator=generator, dtype=torch.float64).to(device)
+        first, second = two_gradients(layer, x)
+        check_one_forward(layer)
+        h = (x @ layer.weight.T + layer.bias).detach()
+        assert_grad_close(first, torch.ones(n, k, dtype=x.dtype, device=device).T @ x, name="first")
+        assert_grad_close(second, 2 * h.T @ x, name="second")
+        assert first.dtype == second.dtype == torch.float64, "keep layer.weight's dtype"
+        assert first is not second, "return two separate tensors"
+run_on_meta(two_gradients, nn.Linear(3, 2), torch.ones(4, 3))
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Summary
 #
 # - `t._version` counts in-place writes; views (and `.detach()`) share it with their base, `.data` does not.
-# - A leaf that requires grad refuses in-place writes outright, `a[:] = 0` included.
+# - A leaf that requires grad refuses in-place writes (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed.
 # - A tensor some node saved for backward may not be written before `backward()`: `draw()` shows it red, `backward()` raises.
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
 # - Writes through `.data` or numpy move no counter: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
-# - Writes to tensors no node saved are harmless; check the table of section 5, or `draw()`.
+# - Writes to tensors no node saved are harmless; a node saves a value only for the gradient of an input that requires grad (table of section 5), or check with `draw()`.
 # - Fixes: out of place, clone, reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
-# - `detect_anomaly()` points to the forward op that saved the tensor; `retain_graph=True` allows a second backward, and gradients add up.
+# - `detect_anomaly()` points to the forward op that saved the tensor.
+# - A second backward fails only through a graph that saved tensors; `retain_graph=True` keeps them, and gradients add up.
