@@ -226,3 +226,39 @@ def test_on_meta_names_the_returned_tensor_on_the_wrong_device():
 
     with pytest.raises(AssertionError, match=r"result\[1\] is on cpu"):
         on_meta(pair, torch.ones(3), name="pair(values)")
+
+
+def _adds_cpu_in_place(values: torch.Tensor) -> torch.Tensor:
+    result = values.clone()
+    result += torch.ones(values.shape)  # meta accepts it; a GPU refuses it
+    return result
+
+
+def _adds_cpu_scalar_and_copies_from_cpu(values: torch.Tensor) -> torch.Tensor:
+    result = values.new_zeros(values.shape)
+    result[:2] = torch.tensor([1.0, 2.0])  # a copy: fine on a GPU too
+    return result * torch.tensor(2.0)  # a 0-dim CPU tensor: fine on a GPU too
+
+
+def _debugged(values: torch.Tensor) -> torch.Tensor:
+    with torch.autograd.detect_anomaly():
+        leaf = values.detach().requires_grad_()
+        (leaf**2).sum().backward()
+    return leaf.grad
+
+
+def test_on_meta_catches_an_in_place_op_with_a_cpu_operand():
+    with pytest.raises(AssertionError, match=r"gave add_ a CPU tensor"):
+        on_meta(_adds_cpu_in_place, torch.ones(3))
+
+
+def test_on_meta_allows_what_a_gpu_allows():
+    assert on_meta(_adds_cpu_scalar_and_copies_from_cpu, torch.ones(3)).device.type == "meta"
+
+
+def test_on_meta_runs_an_answer_left_in_anomaly_mode():
+    before = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # anomaly mode warns that it is on
+        assert on_meta(_debugged, torch.ones(2)).device.type == "meta"
+    assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == before

@@ -6,6 +6,7 @@ The exercise tests call these instead of bare ``assert`` so that a failing learn
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sys
 import warnings
@@ -14,6 +15,8 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from autograd_pitfalls.pitfalls import explain
 
@@ -87,6 +90,50 @@ def _tensors_in(value: Any, path: str) -> list[tuple[str, torch.Tensor]]:
     return []
 
 
+# Ops that accept a CPU operand next to a GPU tensor on a GPU too: copies, and indexing
+# with CPU indices. Any other op given a CPU tensor of more than one value raises there.
+_CROSS_DEVICE_OPS = frozenset(
+    {"copy_", "_to_copy", "index", "index_put", "index_put_", "_index_put_impl_", "lift_fresh"}
+)
+
+
+class _CpuOperands(TorchDispatchMode):
+    """Records the ops that mix a meta tensor with a CPU tensor holding more than one value.
+
+    On meta some of them run (``meta_tensor += cpu_tensor``); on a GPU they all raise
+    (only 0-dim CPU tensors may be mixed with CUDA tensors).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mixed: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket.__name__ not in _CROSS_DEVICE_OPS:
+            tensors = [
+                leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)
+            ]
+            on_meta = any(tensor.device == META for tensor in tensors)
+            if on_meta and any(tensor.device.type == "cpu" and tensor.dim() for tensor in tensors):
+                self.mixed.append(func.overloadpacket.__name__)
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _anomaly_without_nan_checks():
+    # detect_anomaly() checks every gradient for NaN with .item(), which meta tensors
+    # cannot answer: an answer left in anomaly mode must not fail for that.
+    set_anomaly_enabled = torch.set_anomaly_enabled
+    enabled, check_nan = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    torch.set_anomaly_enabled = lambda mode, check_nan=True: set_anomaly_enabled(mode, False)
+    try:
+        yield
+    finally:
+        torch.set_anomaly_enabled = set_anomaly_enabled
+        set_anomaly_enabled(enabled, check_nan)
+
+
 def on_meta(
     function: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any
 ) -> Any:
@@ -108,12 +155,16 @@ def on_meta(
 
     Raises:
         AssertionError: With the pitfall named, if the call fails because a tensor was on
-            another device (or needed data: ``.item()``, ``.tolist()``), or if a returned
-            tensor is not on ``meta``.
+            another device (or needed data: ``.item()``, ``.tolist()``), if an op mixed a
+            meta tensor with a CPU tensor of more than one value (meta lets ``+=`` do that,
+            a GPU does not), or if a returned tensor is not on ``meta``. Anomaly mode's
+            NaN checks are off meanwhile: they read values, which meta tensors do not have.
     """
     label = name or f"{getattr(function, '__name__', 'the function')}(...)"
+    operands = _CpuOperands()
     try:
-        result = function(*to_meta(args), **to_meta(kwargs))
+        with _anomaly_without_nan_checks(), operands:
+            result = function(*to_meta(args), **to_meta(kwargs))
     except (RuntimeError, NotImplementedError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise AssertionError(
@@ -121,6 +172,11 @@ def on_meta(
             f"without data; on a GPU it would be 'cuda'): {type(error).__name__}: "
             f"{first_line}\n" + explain("wrong-device")
         ) from None
+    if operands.mixed:
+        raise AssertionError(
+            f"{label} gave {operands.mixed[0]} a CPU tensor next to tensors on another device "
+            "(here 'meta'; on a GPU this raises). " + explain("wrong-device")
+        )
     for path, tensor in _tensors_in(result, "result"):
         if tensor.device != META:
             raise AssertionError(
