@@ -140,6 +140,7 @@ draw(A, names={"a": a, "A": A})
 # %% [markdown]
 # Each write left one `CopySlices` node: it passes the gradient of the written slot to the piece, and the rest to the previous state of `A`.
 # The first state of `A`, the zeros, needs no gradient, so the chain ends there.
+# The saved tensors (orange) are the pieces' inputs, never `A`: that is why five writes into `A` leave every one of them at the version it was saved with.
 #
 # Now the gradient, by hand, for `A.sum()`: each entry depends on one entry of `a`.
 # - `d(2·a0)/da0 = 2`
@@ -293,12 +294,12 @@ def fit_eta(variant: str, target: float = 0.3, steps: int = 100) -> tuple[float,
     with torch.no_grad():  # eta = kn: only the ratio matters
         model.eta_estimator[0].weight.copy_(torch.tensor([[0.0, 0.0, 1.0]]))
         model.eta_estimator[0].bias.zero_()
-    optimiser = torch.optim.SGD([model.paramn_], lr=0.5)
-    for _ in range(steps):
-        optimiser.zero_grad()
+    for _ in range(steps):  # plain gradient descent, learning rate 0.5
+        model.paramn_.grad = None
         loss = (model.eta - target).pow(2).sum()
         loss.backward()
-        optimiser.step()
+        with torch.no_grad():
+            model.paramn_ -= 0.5 * model.paramn_.grad
     return model.eta.item(), model.paramn_.detach()
 
 
@@ -312,8 +313,21 @@ for variant in ("stack", "detach"):
 
 # %% [markdown]
 # The stack version reaches the target; the detach version never moves, because every gradient it computes for `paramn_` is zero.
-# With a real network the detach version still learns *something* (through the `R1n`, `R2n` inputs), but never how `k` reacts to `R1` and `R2`, which is why `k` was added as a feature.
+# With a real network the detach version still learns *something*, through the `R1n`, `R2n` inputs: the gradient of `eta` is exactly the network's first two weights, with nothing from `k`.
+# It never learns how `k` reacts to `R1` and `R2`, which is why `k` was added as a feature.
 # The forward pass is identical, so no test on the outputs catches this: compare the gradient with one derived by hand.
+
+# %%
+for variant in ("stack", "detach"):
+    model = models[variant]
+    model.paramn_.grad = None
+    model.eta.sum().backward()
+    weight = model.eta_estimator[0].weight.detach()[0]  # [w_R1n, w_R2n, w_kn]
+    print(
+        f"{variant:6}: d eta / d paramn_ = {model.paramn_.grad} | first two weights = {weight[:2]}"
+    )
+assert torch.equal(models["detach"].paramn_.grad, weight[:2])
+assert not torch.allclose(models["stack"].paramn_.grad, weight[:2])
 
 # %% [markdown]
 # ## 4. Why the fill-in fails
@@ -379,7 +393,7 @@ assert first.grad_fn.name() == "AsStridedBackward0" and first._version == 1
 
 # %% [markdown]
 # So the message names the rewritten record of a view, not the `DivBackward0` that will fail nor the line that wrote.
-# The anomaly mode of notebook 02 would point to the forward line of the division; `diagnose` under `track_inplace()` adds the saved operands and the line of the write.
+# `diagnose` under `track_inplace()` names all three: the node, its saved operands and the line of the write.
 
 # %% [markdown]
 # ## 5. The real rule for fill-ins
@@ -391,6 +405,7 @@ assert first.grad_fn.name() == "AsStridedBackward0" and first._version == 1
 # Whether the pieces "combine" parameters does not matter; whether an op *saved the buffer* does.
 #
 # Each line below starts from `p = [1.5, 3.5]` (leaf) and builds `out`; the table shows what `diagnose` finds and what `backward()` does.
+# Before running the cell, predict each line with the rule (notebook 02's table of what each op saves helps).
 
 # %%
 FILL_INS = {
@@ -557,6 +572,7 @@ for key, code in snippets.items():
 #
 # The result must carry the gradient through `k` to both `R1n` and `R2n` (not the detach fix), and it must be on `paramn_`'s device with `paramn_`'s dtype (float32 or float64).
 # The tests run your function on the `meta` device, so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
+# Meta tensors have a shape but no values, so keep the bounds as tensors too (no `.item()`, `.tolist()` or `float()` on them).
 # Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
 
 
@@ -693,7 +709,7 @@ assert int_buf.tolist() == [1, 0, 0] and not int_buf.requires_grad
 
 # %% [markdown]
 # In arithmetic the integer bounds are harmless: type promotion makes `float32 × int64` a float32 and `float64 × int64` a float64, and `/` of two integer tensors is a float32.
-# That is why the seed's model computes in float32.
+# So the bounds do not decide the dtype of the seed's features; its float32 buffer does.
 
 # %%
 r1n = torch.tensor(0.5, requires_grad=True)
@@ -733,7 +749,7 @@ with expect_error(RuntimeError, match="is not on the expected device"):
     moved.paramn_ * moved.param_max[:2]
 
 # %% [markdown]
-# And the seed's fill-in buffer `torch.zeros([3])` is on the CPU too: writing a meta (or CUDA) piece into it fails, or, on a GPU, drags the computation to the CPU.
+# And the seed's fill-in buffer `torch.zeros([3])` is on the CPU too, whatever the parameters: writing a meta piece into it fails.
 
 # %%
 paramn_meta = nn.Parameter(torch.rand(2, device="meta"))
@@ -759,6 +775,9 @@ for p in (p64, paramn_meta):
         print(f"{label:21} {tensor.device}, {tensor.dtype}")
         assert tensor.device == p.device and tensor.dtype == p.dtype
 print("stack of float32 and float64:", torch.stack([torch.tensor(1.0), p64[0]]).dtype)
+assert torch.stack([torch.tensor(1.0), p64[0]]).dtype == torch.float64
+with expect_error(RuntimeError, match="is not on the expected device"):
+    torch.stack([torch.tensor(1.0), paramn_meta[0]])  # a CPU piece among meta pieces
 
 # %% [markdown]
 # ### Exercise 3 — a differentiable assembly that keeps the device and dtype (3 points)
@@ -953,6 +972,8 @@ with expect_error(RuntimeError, match="modified by an inplace operation"):
     matrix.sum().backward()
 
 # %% [markdown]
+# The product `matrix[:2, :2] @ t` saved a view of the buffer at version 4 (after four writes), and the next two writes moved the buffer, and the view with it, to version 6.
+#
 # Write `pose_matrix(theta, t)`, a repaired version: the same matrix, differentiable with respect to `theta` and `t`, on `theta`'s device and with `theta`'s dtype (`t` has the same device and dtype).
 # Example: `theta = π/2`, `t = [1, 2]` gives `[[0, -1, -2], [1, 0, 1], [0, 0, 1]]`; by hand, the gradient of its sum is `-5` for `theta` and `[1, -1]` for `t`.
 # Any assembly that follows the rule of section 5 is fine; the tests run your function on `meta` too.
