@@ -101,6 +101,22 @@ _ALL = (
         "each time, or pass retain_graph=True when you really need two backward passes.",
         "02_version_counter",
     ),
+    Pitfall(
+        "graph-cut-assembly",
+        "the graph was cut when the pieces were put together",
+        "torch.tensor([a, b]) and anything built from .item(), float() or .tolist() copy "
+        "the values and forget where they came from (requires_grad=True then only makes a "
+        "new leaf). Assemble with torch.stack([...]) or torch.cat([...]).",
+        "04_assembling_tensors",
+    ),
+    Pitfall(
+        "wrong-dtype",
+        "the result does not have the input's dtype",
+        "torch.zeros(n) is float32 whatever the input, and zeros_like of an integer tensor "
+        "is integer (it truncates what you write into it). Build from the input: "
+        "x.new_zeros(n), torch.zeros_like(x), or torch.stack/torch.cat of the pieces.",
+        "04_assembling_tensors",
+    ),
 )
 
 PITFALLS: dict[str, Pitfall] = {pitfall.key: pitfall for pitfall in _ALL}

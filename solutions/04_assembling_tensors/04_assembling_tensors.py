@@ -1,0 +1,1092 @@
+# %% [markdown]
+# # 04 · Assembling a tensor from pieces that need gradients
+#
+# You often compute a few numbers separately (a ratio, a softplus, an angle's cosine) and need them side by side in one tensor, to feed a network or build a matrix.
+# There are three ways to write that, and only some of them keep the gradient.
+#
+# **What you will learn**
+#
+# - why `torch.tensor([a0, a1, ...])` of tensors that need gradients cuts the graph, and what torch says while it does it;
+# - that filling a fresh buffer by index (`A = torch.zeros(5); A[0] = ...`) works, and gives exactly the gradient of `torch.stack`;
+# - why the same fill-in breaks in a real modelling pattern (learnable `R1`, `R2` and their ratio `k`), which saved tensor it overwrites, and how `diagnose` names the line;
+# - why the popular "fix" with `.detach()` runs but learns the wrong thing;
+# - the real rule for when a fill-in is safe, instead of "never fill in";
+# - how to build on the input's device and dtype (`new_zeros`, `zeros_like`, `stack`), and what integer tensors do to the dtype;
+# - what a fill-in costs compared with `stack`, measured on this machine.
+#
+# Run the cells from top to bottom.
+# The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+
+# %% nbgrader={"grade_id": "setup", "locked": true}
+import time
+import warnings
+
+import torch
+from torch import nn
+
+from autograd_pitfalls import (
+    assert_grad_close,
+    assert_is_leaf,
+    compare,
+    devices,
+    diagnose,
+    draw,
+    expect_error,
+    expect_warning,
+    explain,
+    on_meta,
+    track_inplace,
+)
+
+print(f"torch {torch.__version__}")
+
+# %% [markdown]
+# ## 1. `torch.tensor([...])` cuts the graph
+#
+# Five pieces, each computed from one entry of a learnable vector `a` (the seed's example, with fixed values so that we can derive gradients by hand).
+# Each piece is a 0-d tensor with a `grad_fn`: it remembers how it was made.
+
+# %%
+a = torch.tensor([0.5, 1.0, 2.0, -1.0, 3.0], requires_grad=True)
+
+
+def pieces_of(a: torch.Tensor) -> list[torch.Tensor]:
+    """Returns the seed's five pieces: 2·a0, log(a1 + 1), a2², softplus(2·a3), a4."""
+    return [a[0] * 2, torch.log(a[1] + 1), a[2] ** 2, nn.functional.softplus(a[3] * 2), a[4]]
+
+
+pieces = pieces_of(a)
+for piece in pieces:
+    print(piece)
+assert all(piece.grad_fn is not None for piece in pieces)
+
+# %% [markdown]
+# Predict: what does `torch.tensor(pieces)` return, and what happens at `backward()`?
+#
+# `torch.tensor` builds a *new* tensor from *data*: it reads each piece's number and forgets where it came from.
+# The result has no `grad_fn` and does not require grad.
+# While doing it, torch warns; by default it gives this warning only once per process, so we ask it to repeat warnings (`torch.set_warn_always(True)`) for this section, and each run of the cell shows it.
+
+# %%
+torch.set_warn_always(True)
+with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+    A1 = torch.tensor(pieces)
+print(A1, "| requires_grad:", A1.requires_grad, "| grad_fn:", A1.grad_fn)
+assert not A1.requires_grad and A1.grad_fn is None
+
+# %% [markdown]
+# One warning per piece: the warning comes from converting each piece to a Python number, and it is easy to miss in a long log.
+# The error comes later, at `backward()`, far from the line that caused it:
+
+# %%
+with expect_error(RuntimeError, match="element 0 of tensors does not require grad"):
+    A1.sum().backward()
+
+# %% [markdown]
+# The same happens when you go through Python numbers yourself.
+# `float(piece)` gives the same warning; `piece.item()` gives none, because asking for the number is what `.item()` is for.
+# Either way the result is data, not graph.
+
+# %%
+with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True"):
+    from_float = torch.tensor([float(piece) for piece in pieces])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from_item = torch.tensor([piece.item() for piece in pieces])
+print(f".item(): {len(caught)} warnings | values equal: {torch.equal(from_item, A1)}")
+assert not caught and torch.equal(from_float, A1) and torch.equal(from_item, A1)
+with expect_error(RuntimeError, match="element 0 of tensors does not require grad"):
+    from_item.sum().backward()
+torch.set_warn_always(False)
+
+# %% [markdown]
+# By default the warning is given once per process: three more conversions now give at most one warning (none, if this process already gave it).
+
+# %%
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(3):
+        torch.tensor(pieces)
+print("warnings from three conversions:", len(caught))
+assert len(caught) <= 1
+
+# %% [markdown]
+# "Fixing" the error with `requires_grad=True` makes it worse: the error goes away and nothing reaches `a`.
+# The result is a brand-new leaf; `backward()` fills *its* `.grad`, and `a.grad` stays `None`.
+
+# %%
+A1 = torch.tensor([piece.item() for piece in pieces], requires_grad=True)
+A1.sum().backward()
+print("A1.is_leaf:", A1.is_leaf, "| A1.grad:", A1.grad, "| a.grad:", a.grad)
+assert A1.is_leaf and a.grad is None
+
+# %% [markdown]
+# ## 2. Filling a fresh buffer by index works
+#
+# The seed's second attempt: make a buffer of zeros, then assign each piece to its place.
+# An index assignment `A[i] = piece` is an in-place write into `A`.
+# Autograd records it: `A` gets `grad_fn=<CopySlices>` and its version counter goes up by one per write.
+
+# %%
+a = torch.tensor([0.5, 1.0, 2.0, -1.0, 3.0], requires_grad=True)
+A = torch.zeros(5)
+print("before: requires_grad", A.requires_grad, "| grad_fn", A.grad_fn, "| _version", A._version)
+for i, piece in enumerate(pieces_of(a)):
+    A[i] = piece
+print("after:  requires_grad", A.requires_grad, "| grad_fn", A.grad_fn, "| _version", A._version)
+assert type(A.grad_fn).__name__ == "CopySlices" and A._version == 5
+draw(A, names={"a": a, "A": A})
+
+# %% [markdown]
+# Each write left one `CopySlices` node: it passes the gradient of the written slot to the piece, and the rest to the previous state of `A`.
+# The first state of `A`, the zeros, needs no gradient, so the chain ends there.
+# The saved tensors (orange) are the pieces' inputs, never `A`: that is why five writes into `A` leave every one of them at the version it was saved with.
+#
+# Now the gradient, by hand, for `A.sum()`: each entry depends on one entry of `a`.
+# - `d(2·a0)/da0 = 2`
+# - `d log(a1 + 1)/da1 = 1 / (a1 + 1) = 0.5`
+# - `d a2²/da2 = 2·a2 = 4`
+# - `d softplus(2·a3)/da3 = 2·σ(2·a3) = 2·σ(-2) ≈ 0.2384`
+# - `d a4/da4 = 1`
+
+# %%
+A.sum().backward()
+fill_grad = a.grad.clone()
+by_hand = torch.tensor([2.0, 0.5, 4.0, 2 * torch.sigmoid(torch.tensor(-2.0)).item(), 1.0])
+print("a.grad: ", fill_grad)
+print(compare("fill-in", fill_grad, by_hand))
+assert torch.allclose(fill_grad, by_hand)
+
+# %% [markdown]
+# `torch.stack` puts 0-d pieces side by side along a new dimension, `torch.cat` joins 1-d pieces along an existing one.
+# Both are single out-of-place operations: one node, no buffer, no write.
+# Their gradient is *exactly* the fill-in's, bit for bit: the pieces' own backward functions do the work in all three cases.
+
+# %%
+a.grad = None
+B = torch.stack(pieces_of(a))
+B.sum().backward()
+stack_grad = a.grad.clone()
+
+a.grad = None
+C = torch.cat([piece.reshape(1) for piece in pieces_of(a)])
+C.sum().backward()
+cat_grad = a.grad.clone()
+
+print(
+    "grad_fn:",
+    B.grad_fn.name(),
+    C.grad_fn.name(),
+    "| forward equal:",
+    torch.equal(A, B) and torch.equal(B, C),
+)
+print(compare("stack", stack_grad, fill_grad))
+print(compare("cat", cat_grad, fill_grad))
+assert torch.equal(stack_grad, fill_grad) and torch.equal(cat_grad, fill_grad)
+draw(B, names={"a": a, "B": B})
+
+# %% [markdown]
+# So the fill-in is not wrong in itself.
+# It fails in the next example, and it is worth understanding why, rather than learning "never fill in".
+
+# %% [markdown]
+# ## 3. The R1/R2/k example
+#
+# A real pattern from the seed: a model learns two quantities `R1` and `R2`, kept normalised to `[0, 1]` (`R1n`, `R2n`).
+# A small network turns `[R1, R2, k]`, with the ratio `k = R1 / R2` as an extra feature, into `eta`.
+# Each feature is normalised with its own bounds, so `kn` is *not* `R1n / R2n`: the code denormalises, computes `k`, and normalises again.
+# The seed writes `k` into the third slot of the tensor by index.
+# Here is that model, with the seed's three ways of building the features: `fill-in` (the seed's first), `stack` (its fix) and `detach` (its other fix).
+# Apart from the marked lines, this is the seed's code.
+
+
+# %%
+class Example(nn.Module):
+    """The seed's model: learnable normalised R1, R2; features [R1n, R2n, kn] -> Linear -> eta."""
+
+    def __init__(self, variant: str) -> None:
+        super().__init__()
+        self.variant = variant  # "fill-in", "stack" or "detach"
+        self.paramn_ = nn.Parameter(torch.rand(2))  # learnable R1n and R2n
+        self.eta_estimator = nn.Sequential(nn.Linear(3, 1))  # [R1n, R2n, kn] -> eta
+        self.eta_estimator.train(False)
+        self.param_max = torch.tensor([2, 4, 2])  # bounds of [R1, R2, k]; integers, as in the seed
+        self.param_min = torch.tensor([1, 2, 0])
+
+    @property
+    def Param(self) -> torch.Tensor:  # noqa: N802 (the seed's name)
+        paramn = torch.zeros([3])
+        paramn[0] = self.paramn_[0]  # R1n
+        paramn[1] = self.paramn_[1]  # R2n
+        param = paramn * (self.param_max - self.param_min) + self.param_min  # denormalise
+        if self.variant == "fill-in":
+            param[2] = param[0] / param[1]  # k = R1 / R2, written into param
+        elif self.variant == "stack":
+            param = torch.stack([param[0], param[1], param[0] / param[1]])
+        elif self.variant == "detach":
+            param[2] = (param[0] / param[1]).detach()
+        return (param - self.param_min) / (self.param_max - self.param_min)  # normalise
+
+    @property
+    def eta(self) -> torch.Tensor:
+        return self.eta_estimator(self.Param)
+
+
+models = {}
+for variant in ("fill-in", "stack", "detach"):
+    torch.manual_seed(0)  # as in the seed: the same parameters for the three variants
+    models[variant] = Example(variant)
+    print(f"{variant:8} Param: {models[variant].Param} | eta: {models[variant].eta}")
+
+values = [model.Param for model in models.values()]
+assert torch.equal(values[0], values[1]) and torch.equal(values[1], values[2])
+assert torch.allclose(models["stack"].paramn_, torch.tensor([0.4963, 0.7682]), atol=1e-4)
+assert torch.allclose(values[0][2], torch.tensor(0.2115), atol=1e-4)
+assert torch.allclose(models["stack"].eta, torch.tensor([-0.4544]), atol=1e-4)
+assert models["stack"].eta.grad_fn.name() == "ViewBackward0"
+
+# %% [markdown]
+# The three forward passes agree to the last bit, and with the seed's printed numbers (`0.4963, 0.7682, 0.2115`, `eta ≈ -0.4544`).
+# Only `eta`'s `grad_fn` is named differently: the seed's torch printed `AddBackward0`, torch 2.13 prints `ViewBackward0` (the last op recorded inside `nn.Linear` for a 1-d input); the value is the same.
+# The backward passes do not.
+# The fill-in raises:
+
+# %%
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    models["fill-in"].Param.sum().backward()
+
+# %% [markdown]
+# The stack fix gives a gradient, and the detach fix gives another one.
+# By hand, with `R1 = R1n·(2 - 1) + 1`, `R2 = R2n·(4 - 2) + 2` and `kn = (R1/R2 - 0) / (2 - 0)`:
+# the sum of the features is `R1n + R2n + R1 / (2·R2)`, so
+# `d/dR1n = 1 + 1 / (2·R2)` and `d/dR2n = 1 - R1 / R2²` (the `2` of `dR2/dR2n` cancels the `1/2`).
+# With `R1n = 0.4963`, `R2n = 0.7682`, that is `≈ [1.1414, 0.8804]`, the seed's numbers.
+# The detach fix gives `[1, 1]`: the terms through `k` are gone.
+
+# %%
+for model in models.values():
+    model.paramn_.grad = None
+models["stack"].Param.sum().backward()
+models["detach"].Param.sum().backward()
+
+r1n, r2n = models["stack"].paramn_.detach()
+r1, r2 = r1n * 1 + 1, r2n * 2 + 2
+by_hand = torch.stack([1 + 1 / (2 * r2), 1 - r1 / r2**2])
+print("stack  :", models["stack"].paramn_.grad, "| by hand:", by_hand)
+print("detach :", models["detach"].paramn_.grad)
+print(compare("stack", models["stack"].paramn_.grad, by_hand))
+assert torch.allclose(models["stack"].paramn_.grad, by_hand)
+assert torch.allclose(by_hand, torch.tensor([1.1414, 0.8804]), atol=1e-4)  # the seed's numbers
+assert torch.equal(models["detach"].paramn_.grad, torch.ones(2))
+
+# %% [markdown]
+# ### What the detach fix loses
+#
+# The seed calls the detach fix "not recommended, it loses the detached branch".
+# Concretely: `eta` can depend on `R1` and `R2` only through `k`, and then the detach fix sees no gradient at all.
+# Give the network the weights `[0, 0, 1]` (so `eta = kn`), and ask both models to reach `eta = 0.3` by gradient descent.
+
+
+# %%
+def fit_eta(variant: str, target: float = 0.3, steps: int = 100) -> tuple[float, torch.Tensor]:
+    """Fits paramn_ so that eta = kn reaches target; returns the final eta and paramn_."""
+    torch.manual_seed(0)
+    model = Example(variant)
+    with torch.no_grad():  # eta = kn: only the ratio matters
+        model.eta_estimator[0].weight.copy_(torch.tensor([[0.0, 0.0, 1.0]]))
+        model.eta_estimator[0].bias.zero_()
+    for _ in range(steps):  # plain gradient descent, learning rate 0.5
+        model.paramn_.grad = None
+        loss = (model.eta - target).pow(2).sum()
+        loss.backward()
+        with torch.no_grad():
+            model.paramn_ -= 0.5 * model.paramn_.grad
+    return model.eta.item(), model.paramn_.detach()
+
+
+for variant in ("stack", "detach"):
+    eta, paramn_ = fit_eta(variant)
+    print(f"{variant:6}: eta after 100 steps = {eta:.4f} | paramn_ = {paramn_}")
+    if variant == "stack":
+        assert abs(eta - 0.3) < 1e-3
+    else:
+        assert torch.allclose(paramn_, torch.tensor([0.4963, 0.7682]), atol=1e-4)  # never moved
+
+# %% [markdown]
+# The stack version reaches the target; the detach version never moves, because every gradient it computes for `paramn_` is zero.
+# With a real network the detach version still learns *something*, through the `R1n`, `R2n` inputs: the gradient of `eta` is exactly the network's first two weights, with nothing from `k`.
+# It never learns how `k` reacts to `R1` and `R2`, which is why `k` was added as a feature.
+# The forward pass is identical, so no test on the outputs catches this: compare the gradient with one derived by hand.
+
+# %%
+for variant in ("stack", "detach"):
+    model = models[variant]
+    model.paramn_.grad = None
+    model.eta.sum().backward()
+    weight = model.eta_estimator[0].weight.detach()[0]  # [w_R1n, w_R2n, w_kn]
+    print(
+        f"{variant:6}: d eta / d paramn_ = {model.paramn_.grad} | first two weights = {weight[:2]}"
+    )
+assert torch.equal(models["detach"].paramn_.grad, weight[:2])
+assert not torch.allclose(models["stack"].paramn_.grad, weight[:2])
+
+# %% [markdown]
+# ## 4. Why the fill-in fails
+#
+# The seed says "the third element is a combination of the first two, and that causes the problem".
+# That is the symptom; here is the mechanism.
+#
+# - `param = paramn * (...) + ...` is a new tensor.
+# - `param[0]` and `param[1]` are *views* of `param`: same memory, and the *same version counter* (notebook 02, section 2).
+# - `param[0] / param[1]` is recorded as `DivBackward0`, which saves both operands (the gradient of `x / y` needs `y` for `x`, and `x` and `y` for `y`).
+#   They are saved at version 0.
+# - `param[2] = ...` writes into `param`: its version goes to 1, and with it the version of every view, including the two that `DivBackward0` saved.
+#
+# The write touches slot 2 only, and the saved values (slots 0 and 1) are actually unchanged.
+# Autograd does not track which elements a write touched: a counter shared by the whole memory went up, and that is enough to refuse.
+# Run the seed's lines inside `track_inplace()`, and `diagnose` names the node, both saved operands and the line.
+
+# %%
+paramn_ = nn.Parameter(torch.tensor([0.4963, 0.7682]))
+param_max, param_min = torch.tensor([2, 4, 2]), torch.tensor([1, 2, 0])
+with track_inplace() as log:
+    paramn = torch.zeros([3])
+    paramn[0] = paramn_[0]
+    paramn[1] = paramn_[1]
+    param = paramn * (param_max - param_min) + param_min
+    param[2] = param[0] / param[1]
+    features = (param - param_min) / (param_max - param_min)
+names = {"paramn_": paramn_, "paramn": paramn, "param": param, "features": features}
+report = diagnose(features, names=names)
+assert [(finding.node, finding.saved) for finding in report.findings] == [
+    ("DivBackward0", "other"),
+    ("DivBackward0", "self"),
+]
+assert all(finding.line == log.writes[-1].location for finding in report.findings)
+assert log.writes[-1].code == "param[2] = param[0] / param[1]"
+assert (param._version, paramn._version) == (1, 2)
+report
+
+# %% [markdown]
+# The writes into `paramn` (versions 0 → 2) are harmless: nothing had saved `paramn` yet when they ran.
+# `MulBackward0` saved only the integer bounds, which nobody writes.
+#
+# Now the error message itself:
+
+# %%
+with expect_error(
+    RuntimeError, match=r"\[torch.FloatTensor \[\]\], which is output 0 of AsStrided"
+):
+    features.sum().backward()
+
+# %% [markdown]
+# It names a 0-d float tensor that is "output 0 of AsStrided", a name nowhere in our code (the seed's torch printed `AsStridedBackward0`, torch 2.13 prints `AsStrided`).
+# The reason: after a write into a base, autograd rewrites the record of each of its views as an `as_strided` of the base, so that gradients through the view see the write.
+# You can watch it happen to a view we keep:
+
+# %%
+param = torch.zeros(3) * paramn_.sum()  # any non-leaf of shape (3,)
+first = param[0]
+print("before the write:", first.grad_fn.name())
+param[2] = 1.0
+print("after the write: ", first.grad_fn.name(), "| first._version:", first._version)
+assert first.grad_fn.name() == "AsStridedBackward0" and first._version == 1
+
+# %% [markdown]
+# So the message names the rewritten record of a view, not the `DivBackward0` that will fail nor the line that wrote.
+# `diagnose` under `track_inplace()` names all three: the node, its saved operands and the line of the write.
+
+# %% [markdown]
+# ## 5. The real rule for fill-ins
+#
+# The seed concludes: "when learnable parameters are combined, you cannot fill in, you can only use cat/stack".
+# That overgeneralises.
+# A fill-in is an in-place write, and notebook 02's rule applies unchanged:
+# **a write is refused at `backward()` when some node recorded before it saved the tensor written to, or a view of it** (and a leaf that requires grad refuses writes at once).
+# Whether the pieces "combine" parameters does not matter; whether an op *saved the buffer* does.
+#
+# Each line below starts from `p = [1.5, 3.5]` (leaf) and builds `out`; the table shows what `diagnose` finds and what `backward()` does.
+# Before running the cell, predict each line with the rule (notebook 02's table of what each op saves helps).
+
+# %%
+FILL_INS = {
+    "pieces from p": "out = torch.zeros(3); out[0] = p[0]; out[1] = p[1]; out[2] = p[0] / p[1]",
+    "entry from entries, /": "out = torch.cat([p, p[:1]]); out[2] = out[0] / out[1]",
+    "entry from entries, +": "out = torch.cat([p, p[:1]]); out[2] = out[0] + out[1]",
+    "entry from entry, exp": "out = torch.cat([p, p[:1]]); out[2] = out[0].exp()",
+    "entry from entry, **2": "out = torch.cat([p, p[:1]]); out[2] = out[0] ** 2",
+    "compute k, then clone": (
+        "out = torch.cat([p, p[:1]]); k = out[0] / out[1]; out = out.clone(); out[2] = k"
+    ),
+    "write after use": "buf = torch.cat([p, p[:1]]); out = buf * buf; buf[2] = 0.0",
+    "buffer is a leaf": "out = torch.zeros(3, requires_grad=True); out[0] = p[0]",
+}
+
+
+def try_fill_in(code: str) -> tuple[str, str]:
+    """Runs code (which sets `out`), then out.sum().backward(); returns (found, outcome)."""
+    scope = {"torch": torch, "p": torch.tensor([1.5, 3.5], requires_grad=True)}
+    try:
+        exec(code, scope)
+    except RuntimeError as error:
+        return "-", "raises at the write: " + str(error).split(":")[0][:40]
+    findings = diagnose(scope["out"]).findings
+    found = ", ".join(f"{finding.node} {finding.saved}" for finding in findings) or "nothing"
+    try:
+        scope["out"].sum().backward()
+    except RuntimeError:
+        return found, "backward() raises (version error)"
+    return found, f"ok, p.grad = {[round(g, 4) for g in scope['p'].grad.tolist()]}"
+
+
+outcomes = {}
+for label, code in FILL_INS.items():
+    found, outcomes[label] = try_fill_in(code)
+    print(f"{label:22} | diagnose: {found:32} | {outcomes[label]}")
+
+safe = [label for label, outcome in outcomes.items() if outcome.startswith("ok")]
+assert safe == [
+    "pieces from p",
+    "entry from entries, +",
+    "entry from entry, exp",
+    "compute k, then clone",
+]
+
+# %% [markdown]
+# Read the table against the rule.
+# - **pieces from p**: the division reads `p`, not the buffer; the buffer is saved by no one. Safe, even though it "combines" parameters. This is the fix closest to the seed's code: compute `k` from the parameters, not from the tensor you are filling.
+# - **/** and **\*\*2**: the op reads entries of the buffer *and saves them*; the write bumps the shared counter. Refused.
+# - **+**: addition saves nothing (its gradient is 1 whatever the values), so there is nothing to go stale. Safe.
+# - **exp**: `exp` saves its *output*, a new tensor, not its input. Safe (notebook 02, section 5).
+# - **clone**: the division saved views of the old tensor; the write goes into the clone, which has its own counter. Safe.
+# - **write after use**: `buf * buf` saved `buf`; any later write to `buf`, wherever it lands, is refused.
+# - **a leaf buffer**: `requires_grad=True` on the buffer makes it a leaf that requires grad, and those refuse in-place writes at once.
+#
+# So the real rule: fill in a *fresh* buffer that does not require grad, with pieces that do not read the buffer through an op that saves it.
+# `torch.stack`/`torch.cat` satisfy it by construction, which is why they are the robust default.
+
+# %% [markdown]
+# ### Exercise 1 — predict which assembly keeps the graph (2 points)
+#
+# Each snippet below starts from `a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)` and builds `out`; then `out.sum().backward()` runs.
+#
+# ```python
+# snippets = {
+#     "tensor_of_pieces": "out = torch.tensor([a[0] * 2, a[1] * 3])",
+#     "stack": "out = torch.stack([a[0] * 2, a[1] * 3])",
+#     "item_then_requires_grad": "out = torch.tensor([a[0].item() * 2, a[1].item() * 3], requires_grad=True)",
+#     "fill_fresh_buffer": "out = torch.zeros(2); out[0] = a[0] * 2; out[1] = a[1] * 3",
+#     "fill_product_of_entries": "out = a * 1; out[2] = out[0] * out[1]",
+#     "fill_difference_of_entries": "out = a * 1; out[2] = out[0] - out[1]",
+#     "write_into_sigmoid": "out = a.sigmoid(); out[0] = 0.0",
+#     "cat_of_slices": "out = torch.cat([a[:1] * 2, a[1:].exp()])",
+# }
+# ```
+#
+# For each, predict what happens: `"ok"` (`backward()` runs and fills `a.grad`), `"raises"` (`backward()` raises an error), or `"silent"` (`backward()` runs but `a.grad` stays `None`).
+# Return a dict from `predict_assembly()` with the same keys, for example `{"stack": "ok", ...}`.
+# The test runs the snippets live and compares.
+
+
+# %% nbgrader={"grade_id": "q1-answer", "solution": true}
+def predict_assembly() -> dict[str, str]:
+    """Returns your predictions for the snippets of Exercise 1.
+
+    Returns:
+        A dict from each snippet's key to "ok", "raises" or "silent".
+    """
+    ### BEGIN SOLUTION
+    return {
+        "tensor_of_pieces": "raises",  # data only: no grad_fn, backward() has nothing to do
+        "stack": "ok",
+        "item_then_requires_grad": "silent",  # a new leaf gets the gradient, a does not
+        "fill_fresh_buffer": "ok",  # nothing saved the buffer
+        "fill_product_of_entries": "raises",  # mul saved out[0], out[1]; the write bumps out
+        "fill_difference_of_entries": "ok",  # sub saves nothing
+        "write_into_sigmoid": "raises",  # sigmoid saved its output, out itself
+        "cat_of_slices": "ok",
+    }
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
+"""Checks the predictions of predict_assembly() against the snippets of Exercise 1, run live."""
+snippets = {
+    "tensor_of_pieces": "out = torch.tensor([a[0] * 2, a[1] * 3])",
+    "stack": "out = torch.stack([a[0] * 2, a[1] * 3])",
+    "item_then_requires_grad": (
+        "out = torch.tensor([a[0].item() * 2, a[1].item() * 3], requires_grad=True)"
+    ),
+    "fill_fresh_buffer": "out = torch.zeros(2); out[0] = a[0] * 2; out[1] = a[1] * 3",
+    "fill_product_of_entries": "out = a * 1; out[2] = out[0] * out[1]",
+    "fill_difference_of_entries": "out = a * 1; out[2] = out[0] - out[1]",
+    "write_into_sigmoid": "out = a.sigmoid(); out[0] = 0.0",
+    "cat_of_slices": "out = torch.cat([a[:1] * 2, a[1:].exp()])",
+}
+
+
+def _run_snippet(code: str) -> str:
+    scope = {"torch": torch, "a": torch.tensor([1.0, 2.0, 3.0], requires_grad=True)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.tensor of tensors warns; keep stderr clean
+        exec(code, scope)
+    try:
+        scope["out"].sum().backward()
+    except RuntimeError:
+        return "raises"
+    return "ok" if scope["a"].grad is not None else "silent"
+
+
+truth = {key: _run_snippet(code) for key, code in snippets.items()}
+predictions = predict_assembly()
+assert isinstance(predictions, dict), "predict_assembly() should return a dict"
+assert set(predictions) == set(snippets), (
+    f"expected the keys {sorted(snippets)}; got {sorted(predictions)}"
+)
+assert predictions["tensor_of_pieces"] == truth["tensor_of_pieces"], (
+    f"tensor_of_pieces: backward() {truth['tensor_of_pieces']}, you predicted "
+    f"{predictions['tensor_of_pieces']!r}. " + explain("graph-cut-assembly")
+)
+### BEGIN HIDDEN TESTS
+for key, code in snippets.items():
+    assert predictions[key] in ("ok", "raises", "silent"), (
+        f"predictions[{key!r}] should be 'ok', 'raises' or 'silent'"
+    )
+    if key in ("tensor_of_pieces", "item_then_requires_grad"):
+        pitfall = explain("graph-cut-assembly")
+    else:
+        pitfall = explain("stale-saved-tensor") + " (the rule of section 5)"
+    assert predictions[key] == truth[key], (
+        f"{key}: `{code}` then backward(): the answer is {truth[key]!r}, you predicted "
+        f"{predictions[key]!r}. " + pitfall
+    )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 2 — fix the R1/R2/k features (3 points)
+#
+# Write `ratio_features(paramn_, param_max, param_min)`, the `Param` property of section 3 as a function, fixed:
+#
+# - `paramn_` holds the normalised `[R1n, R2n]`, shape `(2,)`, a leaf that requires grad;
+# - `param_max` and `param_min` hold the bounds of `[R1, R2, k]`, shape `(3,)`, on `paramn_`'s device (integers, as in the seed, or floats);
+# - denormalise `R1 = R1n·(max[0] - min[0]) + min[0]`, `R2 = R2n·(max[1] - min[1]) + min[1]`, compute `k = R1 / R2`, and return `[R1, R2, k]` normalised with the same bounds (`(v - min) / (max - min)`), shape `(3,)`.
+#
+# The result must carry the gradient through `k` to both `R1n` and `R2n` (not the detach fix), and it must be on `paramn_`'s device with `paramn_`'s dtype (float32 or float64).
+# The tests run your function on the `meta` device, so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
+# Meta tensors have a shape but no values, so keep the bounds as tensors too (no `.item()`, `.tolist()` or `float()` on them).
+# Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
+
+
+# %% nbgrader={"grade_id": "q2-answer", "solution": true}
+def ratio_features(
+    paramn_: torch.Tensor, param_max: torch.Tensor, param_min: torch.Tensor
+) -> torch.Tensor:
+    """Returns the normalised [R1, R2, k = R1 / R2], differentiable with respect to paramn_.
+
+    Args:
+        paramn_: The normalised [R1n, R2n], shape (2,), a leaf that requires grad.
+        param_max: Upper bounds of [R1, R2, k], shape (3,), on paramn_'s device.
+        param_min: Lower bounds of [R1, R2, k], shape (3,), on paramn_'s device.
+
+    Returns:
+        (v - param_min) / (param_max - param_min) for v = [R1, R2, k], shape (3,), on
+        paramn_'s device and with its dtype.
+    """
+    ### BEGIN SOLUTION
+    span = param_max - param_min
+    r1 = paramn_[0] * span[0] + param_min[0]  # denormalise
+    r2 = paramn_[1] * span[1] + param_min[1]
+    param = torch.stack([r1, r2, r1 / r2])  # one out-of-place op: nothing is overwritten
+    return (param - param_min) / span
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
+"""Checks ratio_features: values, gradient through k (by hand), device (on meta) and dtype."""
+
+
+def _expected_features(paramn_, param_max, param_min, weights):
+    """Returns the features and d(weights · features)/d paramn_, derived by hand."""
+    lo, span = param_min.to(paramn_.dtype), (param_max - param_min).to(paramn_.dtype)
+    r1 = paramn_[0] * span[0] + lo[0]
+    r2 = paramn_[1] * span[1] + lo[1]
+    values = (torch.stack([r1, r2, r1 / r2]) - lo) / span
+    # d kn / d R1n = (1 / R2) · span[0] / span[2]; d kn / d R2n = -(R1 / R2²) · span[1] / span[2]
+    grad = torch.stack(
+        [
+            weights[0] + weights[2] * span[0] / (r2 * span[2]),
+            weights[1] - weights[2] * r1 * span[1] / (r2**2 * span[2]),
+        ]
+    )
+    return values, grad
+
+
+def _check_features(paramn_values, param_max, param_min, weights, device, dtype):
+    paramn_ = nn.Parameter(paramn_values.to(device, dtype))
+    param_max, param_min, weights = param_max.to(device), param_min.to(device), weights.to(device)
+    features = ratio_features(paramn_, param_max, param_min)
+    values, grad = _expected_features(paramn_.detach(), param_max, param_min, weights.to(dtype))
+    assert isinstance(features, torch.Tensor) and features.shape == (3,), (
+        "return a tensor of shape (3,)"
+    )
+    assert features.device.type == device.type, explain("wrong-device")
+    assert features.dtype == dtype, (
+        f"features are {features.dtype}, paramn_ is {dtype}. " + explain("wrong-dtype")
+    )
+    assert features.grad_fn is not None, "the features have no grad_fn: " + explain(
+        "graph-cut-assembly"
+    )
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert torch.allclose(features.detach(), values, atol=tolerance), (
+        f"features should be {values.tolist()}, got {features.tolist()}"
+    )
+    try:
+        (features * weights.to(dtype)).sum().backward()
+    except RuntimeError as error:
+        raise AssertionError(
+            f"backward() raised: {str(error).splitlines()[0][:160]}\n"
+            + explain("stale-saved-tensor")
+        ) from None
+    assert_grad_close(paramn_.grad, grad, name="paramn_.grad", atol=tolerance)
+    assert_is_leaf(paramn_, name="paramn_")
+
+
+seed_max, seed_min = torch.tensor([2, 4, 2]), torch.tensor([1, 2, 0])
+for device in devices():
+    _check_features(
+        torch.tensor([0.5, 0.75]), seed_max, seed_min, torch.ones(3), device, torch.float32
+    )
+    _check_features(
+        torch.tensor([0.5, 0.75]), seed_max, seed_min, torch.ones(3), device, torch.float64
+    )
+paramn_ = nn.Parameter(torch.tensor([0.5, 0.75]))
+features = on_meta(ratio_features, paramn_, seed_max, seed_min)
+assert features.shape == (3,) and features.requires_grad, "on meta too, a (3,) tensor with a graph"
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(4)
+for device in devices():
+    for dtype in (torch.float32, torch.float64):
+        for integer_bounds in (True, False):
+            low = torch.randint(1, 4, (3,), generator=generator)
+            high = low + torch.randint(1, 4, (3,), generator=generator)
+            if not integer_bounds:
+                low, high = low.to(dtype) + 0.25, high.to(dtype) + 0.5
+            values = torch.rand(2, generator=generator, dtype=torch.float64) * 0.8 + 0.1
+            weights = torch.randn(3, generator=generator)
+            _check_features(values, high, low, weights, device, dtype)
+paramn_ = nn.Parameter(torch.tensor([0.3, 0.6], dtype=torch.float64))
+features = on_meta(ratio_features, paramn_, seed_max, seed_min)
+assert features.dtype == torch.float64, "on meta, float64 in, float64 out. " + explain(
+    "wrong-dtype"
+)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. Building on the right device and dtype
+#
+# `torch.zeros(n)` makes a float32 tensor on the CPU, whatever the pieces you then write into it.
+# Next to float64 parameters, the fill-in silently rounds every piece to float32:
+
+# %%
+p64 = nn.Parameter(torch.tensor([0.1, 0.2], dtype=torch.float64))
+buf = torch.zeros(2)
+buf[0] = p64[0]
+buf[1] = p64[1]
+print("buffer dtype:", buf.dtype, "| buf[0] - p64[0] =", (buf[0].double() - p64[0]).item())
+assert buf.dtype == torch.float32 and buf[0].double().item() != 0.1
+
+# %% [markdown]
+# `torch.zeros_like` and `new_zeros` copy the dtype and device of the tensor you give them.
+# Give them the *wrong* tensor and it bites the other way: the seed's bounds are integer tensors (`torch.tensor([2, 4, 2])` is int64), and a buffer shaped like them is int64.
+# Writing a float that needs gradients into it truncates the value, and the graph is silently cut: no error, no warning, no `grad_fn`.
+
+# %%
+param_max = torch.tensor([2, 4, 2])
+x = torch.tensor(1.7, requires_grad=True)
+int_buf = torch.zeros_like(param_max)  # int64, like param_max
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    int_buf[0] = x * 1
+print(int_buf, "| dtype:", int_buf.dtype, "| requires_grad:", int_buf.requires_grad)
+print("warnings:", len(caught))
+assert int_buf.tolist() == [1, 0, 0] and not int_buf.requires_grad and not caught
+
+# %% [markdown]
+# In arithmetic the integer bounds are harmless: type promotion makes `float32 × int64` a float32 and `float64 × int64` a float64, and `/` of two integer tensors is a float32.
+# So the bounds do not decide the dtype of the seed's features; its float32 buffer does.
+
+# %%
+r1n = torch.tensor(0.5, requires_grad=True)
+print((r1n * param_max).dtype, (r1n.double() * param_max).dtype, (param_max / param_max).dtype)
+assert (r1n * param_max).dtype == torch.float32
+assert (r1n.double() * param_max).dtype == torch.float64
+assert (param_max / param_max).dtype == torch.float32
+
+# %% [markdown]
+# The seed stores the bounds as plain attributes (`self.param_max = torch.tensor(...)`).
+# `model.to(device)` moves parameters and *registered buffers* only, so plain tensor attributes stay behind on the CPU.
+# The `meta` device stands in for a GPU here (tensors with a shape, a dtype and autograd, but no data): a CPU-only machine shows the same mismatch.
+
+
+# %%
+class Bounds(nn.Module):
+    """The seed's bounds twice: as a plain attribute and as a registered buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paramn_ = nn.Parameter(torch.rand(2))
+        self.param_max = torch.tensor([2, 4, 2])  # plain attribute: .to() ignores it
+        self.register_buffer("param_min", torch.tensor([1, 2, 0]))  # moved by .to()
+
+
+moved = Bounds().to("meta")
+print(
+    "paramn_:",
+    moved.paramn_.device,
+    "| param_max:",
+    moved.param_max.device,
+    "| param_min:",
+    moved.param_min.device,
+)
+assert moved.param_max.device.type == "cpu" and moved.param_min.device.type == "meta"
+with expect_error(RuntimeError, match="is not on the expected device"):
+    moved.paramn_ * moved.param_max[:2]
+
+# %% [markdown]
+# And the seed's fill-in buffer `torch.zeros([3])` is on the CPU too, whatever the parameters: writing a meta piece into it fails.
+
+# %%
+paramn_meta = nn.Parameter(torch.rand(2, device="meta"))
+with expect_error(NotImplementedError, match="Cannot copy out of meta tensor"):
+    paramn = torch.zeros([3])
+    paramn[0] = paramn_meta[0]
+
+# %% [markdown]
+# Three ways that follow the pieces wherever they live:
+# - `p.new_zeros(n)` and `torch.zeros_like(p)`: same device and dtype as `p` (pick `p` well: a parameter, not the integer bounds);
+# - `torch.zeros(n, device=p.device, dtype=p.dtype)`: the same, spelled out;
+# - `torch.stack(pieces)`, `torch.cat(pieces)`: no buffer at all; all pieces must share a device, and the dtype is promoted like arithmetic.
+
+# %%
+for p in (p64, paramn_meta):
+    built = {
+        "new_zeros": p.new_zeros(3),
+        "zeros_like": torch.zeros_like(p),
+        "zeros(device, dtype)": torch.zeros(3, device=p.device, dtype=p.dtype),
+        "stack": torch.stack([p[0], p[1], p[0] / p[1]]),
+    }
+    for label, tensor in built.items():
+        print(f"{label:21} {tensor.device}, {tensor.dtype}")
+        assert tensor.device == p.device and tensor.dtype == p.dtype
+print("stack of float32 and float64:", torch.stack([torch.tensor(1.0), p64[0]]).dtype)
+assert torch.stack([torch.tensor(1.0), p64[0]]).dtype == torch.float64
+with expect_error(RuntimeError, match="is not on the expected device"):
+    torch.stack([torch.tensor(1.0), paramn_meta[0]])  # a CPU piece among meta pieces
+
+# %% [markdown]
+# ### Exercise 3 — a differentiable assembly that keeps the device and dtype (3 points)
+#
+# Write `vandermonde(x, degree)`: for a 1-d tensor `x` of shape `(n,)` and an integer `degree >= 1`, return the `(n, degree + 1)` matrix whose column `j` is `x ** j` (column 0 is all ones).
+# Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
+# The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype.
+# The tests run it on `meta` too: a column of ones made with `torch.ones(n)` and no `device=` fails there, as it would on a GPU.
+
+
+# %% nbgrader={"grade_id": "q3-answer", "solution": true}
+def vandermonde(x: torch.Tensor, degree: int) -> torch.Tensor:
+    """Returns the (n, degree + 1) matrix [x**0, x**1, ..., x**degree], column by column.
+
+    Args:
+        x: A 1-d tensor, shape (n,), float32 or float64, maybe requiring grad.
+        degree: The highest power, at least 1.
+
+    Returns:
+        The matrix, shape (n, degree + 1), on x's device, with x's dtype, differentiable
+        with respect to x.
+    """
+    ### BEGIN SOLUTION
+    columns = [torch.ones_like(x)] + [x**power for power in range(1, degree + 1)]
+    return torch.stack(columns, dim=1)  # (n, degree + 1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
+"""Checks vandermonde: values, gradient (by hand), device (on meta) and dtype."""
+
+
+def _check_vandermonde(x_values, degree, weights, device, dtype):
+    x = x_values.to(device, dtype).requires_grad_(True)
+    matrix = vandermonde(x, degree)
+    n = x.shape[0]
+    assert isinstance(matrix, torch.Tensor) and matrix.shape == (n, degree + 1), (
+        f"the result should have shape {(n, degree + 1)}"
+    )
+    assert matrix.device.type == device.type, explain("wrong-device")
+    assert matrix.dtype == dtype, f"the result is {matrix.dtype}, x is {dtype}. " + explain(
+        "wrong-dtype"
+    )
+    assert matrix.grad_fn is not None, "the result has no grad_fn: " + explain("graph-cut-assembly")
+    powers = torch.arange(degree + 1, device=device)
+    expected = x.detach().unsqueeze(1) ** powers
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert torch.allclose(matrix.detach(), expected, rtol=tolerance, atol=tolerance), (
+        f"expected {expected.tolist()}, got {matrix.tolist()}"
+    )
+    weights = weights.to(device, dtype)
+    try:
+        (matrix * weights).sum().backward()
+    except RuntimeError as error:
+        raise AssertionError(
+            f"backward() raised: {str(error).splitlines()[0][:160]}\n"
+            + explain("stale-saved-tensor")
+        ) from None
+    # By hand: d/dx_i of sum_j w_ij x_i^j is sum_j w_ij · j · x_i^(j - 1).
+    by_hand = (weights[:, 1:] * powers[1:] * x.detach().unsqueeze(1) ** (powers[1:] - 1)).sum(1)
+    assert_grad_close(x.grad, by_hand, name="x.grad", rtol=tolerance, atol=tolerance)
+
+
+for device in devices():
+    for dtype in (torch.float32, torch.float64):
+        _check_vandermonde(torch.tensor([1.0, 2.0]), 2, torch.ones(2, 3), device, dtype)
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+matrix = on_meta(vandermonde, x, 2)
+assert matrix.shape == (2, 3) and matrix.requires_grad, "on meta too, a (2, 3) matrix with a graph"
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(3)
+for device in devices():
+    for dtype in (torch.float32, torch.float64):
+        for _ in range(3):
+            n = int(torch.randint(2, 7, (1,), generator=generator))
+            degree = int(torch.randint(1, 5, (1,), generator=generator))
+            values = torch.rand(n, generator=generator, dtype=torch.float64) * 3 - 1.5
+            weights = torch.randn(n, degree + 1, generator=generator)
+            _check_vandermonde(values, degree, weights, device, dtype)
+x = torch.rand(4, dtype=torch.float64, requires_grad=True)
+matrix = on_meta(vandermonde, x, 3)
+assert matrix.shape == (4, 4) and matrix.dtype == torch.float64, (
+    "on meta, float64 in, float64 out. " + explain("wrong-dtype")
+)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. What a fill-in costs
+#
+# A fill-in of `n` pieces records `n` `CopySlices` nodes, each with its own backward step; `stack` records one node.
+# Count them, then time a forward and backward pass for 200 pieces (a few repetitions, so that the cell stays fast).
+
+
+# %%
+def count_nodes(output: torch.Tensor) -> int:
+    """Returns the number of backward nodes reachable from output.grad_fn."""
+    seen, todo = set(), [output.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    return len(seen)
+
+
+n = 200
+x = torch.rand(n, requires_grad=True)
+
+
+def by_fill_in(x: torch.Tensor) -> torch.Tensor:
+    out = x.new_zeros(n)
+    for i in range(n):
+        out[i] = x[i] * 2
+    return out
+
+
+def by_stack(x: torch.Tensor) -> torch.Tensor:
+    return torch.stack([x[i] * 2 for i in range(n)])
+
+
+def vectorised(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def time_ms(build, repeats: int = 5) -> float:
+    """Returns the best time of `repeats` forward + backward passes, in milliseconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        build(x).sum().backward()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+for build in (by_fill_in, by_stack, vectorised):
+    nodes = count_nodes(build(x))
+    print(f"{build.__name__:10} nodes: {nodes:4} | best of 5: {time_ms(build):7.3f} ms")
+    assert torch.equal(build(x), x.detach() * 2)
+assert (
+    count_nodes(by_fill_in(x)) == 3 * n + 1
+)  # per piece: CopySlices, MulBackward0, SelectBackward0
+assert count_nodes(by_stack(x)) == 2 * n + 2  # per piece: MulBackward0, SelectBackward0; + Stack
+assert count_nodes(vectorised(x)) == 2
+
+# %% [markdown]
+# The node counts are exact and the same on every machine.
+# The times are what this machine measured in this run: they vary between runs and machines, and fill-in and stack can come out close, in either order. Read your own numbers.
+# What does not vary is the size of the graph: when the pieces are one operation applied to every entry, the vectorised line records one node instead of hundreds, so there is nothing to assemble.
+# Assemble piece by piece only when the pieces really are different computations.
+
+# %% [markdown]
+# ### Exercise 4 — repair a fill-in that builds a matrix (3 points)
+#
+# A 2-d pose (a rotation by `theta`, then a translation) as a 3 × 3 homogeneous matrix, with the translation rotated too:
+#
+# ```
+# [[cos θ, -sin θ, (R t)_0],
+#  [sin θ,  cos θ, (R t)_1],
+#  [0,      0,     1      ]]      where R = [[cos θ, -sin θ], [sin θ, cos θ]]
+# ```
+#
+# `pose_matrix_buggy` below builds it by fill-in; run the cell to see how it fails.
+
+
+# %%
+def pose_matrix_buggy(theta: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """Buggy: the 3 x 3 pose matrix for angle theta (0-d) and translation t, shape (2,)."""
+    matrix = torch.zeros(3, 3)
+    matrix[0, 0] = torch.cos(theta)
+    matrix[0, 1] = -torch.sin(theta)
+    matrix[1, 0] = torch.sin(theta)
+    matrix[1, 1] = torch.cos(theta)
+    matrix[:2, 2] = matrix[:2, :2] @ t  # rotate the translation with the block just written
+    matrix[2, 2] = 1.0
+    return matrix
+
+
+theta = torch.tensor(torch.pi / 2, requires_grad=True)
+t = torch.tensor([1.0, 2.0], requires_grad=True)
+with track_inplace() as log:
+    matrix = pose_matrix_buggy(theta, t)
+print(matrix)
+for finding in diagnose(matrix, names={"theta": theta, "t": t}).findings:
+    print(
+        f"{finding.node} saved `{finding.saved}` {finding.shape} at version "
+        f"{finding.saved_version}, now {finding.current_version}"
+    )
+print("written by:", log.writes[4].code)
+assert log.writes[4].code.startswith("matrix[:2, 2] = matrix[:2, :2] @ t")
+with expect_error(RuntimeError, match="modified by an inplace operation"):
+    matrix.sum().backward()
+
+# %% [markdown]
+# The product `matrix[:2, :2] @ t` saved a view of the buffer at version 4 (after four writes), and the next two writes moved the buffer, and the view with it, to version 6.
+#
+# Write `pose_matrix(theta, t)`, a repaired version: the same matrix, differentiable with respect to `theta` and `t`, on `theta`'s device and with `theta`'s dtype (`t` has the same device and dtype).
+# Example: `theta = π/2`, `t = [1, 2]` gives `[[0, -1, -2], [1, 0, 1], [0, 0, 1]]`; by hand, the gradient of its sum is `-5` for `theta` and `[1, -1]` for `t`.
+# Any assembly that follows the rule of section 5 is fine; the tests run your function on `meta` too.
+
+
+# %% nbgrader={"grade_id": "q4-answer", "solution": true}
+def pose_matrix(theta: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """Returns the 3 x 3 pose matrix [[R, R @ t], [0, 0, 1]] for R the rotation by theta.
+
+    Args:
+        theta: The angle, a 0-d tensor (float32 or float64), maybe requiring grad.
+        t: The translation, shape (2,), same device and dtype as theta, maybe requiring grad.
+
+    Returns:
+        The matrix, shape (3, 3), on theta's device, with its dtype, differentiable with
+        respect to theta and t.
+    """
+    ### BEGIN SOLUTION
+    cos, sin = torch.cos(theta), torch.sin(theta)
+    rotation = torch.stack([torch.stack([cos, -sin]), torch.stack([sin, cos])])  # (2, 2)
+    top = torch.cat([rotation, (rotation @ t).unsqueeze(1)], dim=1)  # (2, 3)
+    zero, one = torch.zeros_like(theta), torch.ones_like(theta)
+    bottom = torch.stack([zero, zero, one]).unsqueeze(0)  # (1, 3)
+    return torch.cat([top, bottom], dim=0)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
+"""Checks pose_matrix: values, gradients for theta and t (by hand), device (on meta) and dtype."""
+
+
+def _check_pose(angle, shift, weights, device, dtype):
+    theta = torch.tensor(angle, device=device, dtype=dtype, requires_grad=True)
+    t = shift.to(device, dtype).requires_grad_(True)
+    matrix = pose_matrix(theta, t)
+    assert isinstance(matrix, torch.Tensor) and matrix.shape == (3, 3), "return a (3, 3) tensor"
+    assert matrix.device.type == device.type, explain("wrong-device")
+    assert matrix.dtype == dtype, f"the matrix is {matrix.dtype}, theta is {dtype}. " + explain(
+        "wrong-dtype"
+    )
+    assert matrix.grad_fn is not None, "the matrix has no grad_fn: " + explain("graph-cut-assembly")
+    c, s = torch.cos(theta.detach()), torch.sin(theta.detach())
+    t0, t1 = t.detach()
+    expected = torch.stack(
+        [
+            torch.stack([c, -s, c * t0 - s * t1]),
+            torch.stack([s, c, s * t0 + c * t1]),
+            torch.tensor([0.0, 0.0, 1.0], device=device, dtype=dtype),
+        ]
+    )
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert torch.allclose(matrix.detach(), expected, atol=tolerance), (
+        f"expected {expected.tolist()}, got {matrix.tolist()}"
+    )
+    w = weights.to(device, dtype)
+    try:
+        (matrix * w).sum().backward()
+    except RuntimeError as error:
+        raise AssertionError(
+            f"backward() raised: {str(error).splitlines()[0][:160]}\n"
+            + explain("stale-saved-tensor")
+        ) from None
+    # By hand: the derivative of each entry with respect to theta, weighted by w.
+    d_theta = (
+        w[0, 0] * -s
+        + w[0, 1] * -c
+        + w[0, 2] * (-s * t0 - c * t1)
+        + w[1, 0] * c
+        + w[1, 1] * -s
+        + w[1, 2] * (c * t0 - s * t1)
+    )
+    d_t = torch.stack([w[0, 2] * c + w[1, 2] * s, -w[0, 2] * s + w[1, 2] * c])
+    assert_grad_close(theta.grad, d_theta, name="theta.grad", atol=tolerance)
+    assert_grad_close(t.grad, d_t, name="t.grad", atol=tolerance)
+
+
+for device in devices():
+    for dtype in (torch.float32, torch.float64):
+        _check_pose(torch.pi / 2, torch.tensor([1.0, 2.0]), torch.ones(3, 3), device, dtype)
+matrix = on_meta(
+    pose_matrix,
+    torch.tensor(0.5, requires_grad=True),
+    torch.tensor([1.0, 2.0], requires_grad=True),
+)
+assert matrix.shape == (3, 3) and matrix.requires_grad, "on meta too, a (3, 3) matrix with a graph"
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(44)
+for device in devices():
+    for dtype in (torch.float32, torch.float64):
+        for _ in range(3):
+            angle = float(torch.rand(1, generator=generator)) * 6 - 3
+            shift = torch.randn(2, generator=generator, dtype=torch.float64)
+            weights = torch.randn(3, 3, generator=generator)
+            _check_pose(angle, shift, weights, device, dtype)
+matrix = on_meta(
+    pose_matrix,
+    torch.tensor(0.5, dtype=torch.float64, requires_grad=True),
+    torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True),
+)
+assert matrix.dtype == torch.float64, "on meta, float64 in, float64 out. " + explain("wrong-dtype")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - `torch.tensor([...])` of tensors (and anything through `.item()` or `float()`) builds data, not graph: the error waits for `backward()`, and `requires_grad=True` turns it into a silent loss.
+# - A fill-in into a fresh buffer is a chain of `CopySlices` nodes, and its gradient is exactly `stack`'s.
+# - A fill-in fails when an op that *saved* the buffer (or a view of it: views share the counter) ran before the write, as `param[2] = param[0] / param[1]` does; `diagnose` under `track_inplace()` names the node, the saved operands and the line, where the error names an `AsStrided` record.
+# - The detach fix runs and gives the same forward pass, but drops every gradient through the detached branch.
+# - The rule is not "never fill in" but "never write to what a node saved"; `torch.stack`/`torch.cat` follow it by construction.
+# - Build on the pieces' device and dtype: `new_zeros`, `zeros_like` (of the right tensor), or `stack`/`cat`; register constant tensors as buffers so that `.to()` moves them.
+# - A fill-in records one node per piece; when the pieces are one operation on every entry, vectorise instead of assembling.
