@@ -182,6 +182,7 @@ b = embedding(idx) @ W.t()  # renormalises rows 1 and 2 of the weight, in place
 print("after b = embedding(idx) @ W.t(): ", embedding.weight._version)
 out = a.unsqueeze(0) + b.unsqueeze(1)
 loss = out.sigmoid().prod()
+seed_graph = draw(loss, names={"weight": embedding.weight, "W": W, "loss": loss})  # for below
 with expect_error(
     RuntimeError, match=r"\[torch.FloatTensor \[3, 5\]\] is at version 2; expected version 1"
 ):
@@ -192,10 +193,10 @@ with expect_error(
 # The `[3, 5]` tensor is the weight.
 # It was at version 1 when `a` was computed (the `normal_` of the constructor), and `a`'s node saved it, because `d a / d W` needs the weight's values.
 # `embedding(idx)` wrote to it (version 2), so the saved values are gone.
-# The graph shows the saved weight in red, with both versions.
+# The graph, drawn before that `backward()`, shows the saved weight in red, with both versions.
 
 # %%
-draw(loss, names={"weight": embedding.weight, "W": W, "loss": loss})
+seed_graph
 
 # %% [markdown]
 # `diagnose` says the same before `backward()`, and under `track_inplace()` names the op and the line.
@@ -250,8 +251,8 @@ def seed_setup() -> tuple[nn.Embedding, torch.Tensor]:
     """Returns a fresh max_norm embedding and W, always with the same values."""
     torch.manual_seed(0)
     embedding = nn.Embedding(3, 5, max_norm=1)
-    W = torch.randn((7, 5), requires_grad=True)
-    return embedding, W
+    w_out = torch.randn((7, 5), requires_grad=True)  # the seed's W
+    return embedding, w_out
 
 
 def combine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -270,7 +271,9 @@ results["reorder"] = (a.detach(), embedding.weight.grad, W.grad)
 embedding, W = seed_setup()
 a = embedding.weight.clone() @ W.t()  # 2. clone: MmBackward0 saves the clone
 b = embedding(idx) @ W.t()
-combine(a, b).backward()
+loss_with_clone = combine(a, b)
+graph_with_clone = draw(loss_with_clone, names={"weight": embedding.weight, "W": W})
+loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
 embedding, W = seed_setup()
@@ -291,6 +294,13 @@ print(compare("renorm W.grad", renormed[2], reorder[2]))
 assert torch.allclose(renormed[0], reorder[0]) and torch.allclose(renormed[2], reorder[2])
 assert torch.equal(cloned[0][0], reorder[0][0])  # row 0 is never rescaled
 assert not torch.allclose(cloned[0][1:], reorder[0][1:])  # rows 1 and 2: before vs after
+
+# %% [markdown]
+# The graph of the `clone()` fix, drawn before its `backward()`: `MmBackward0` now saves the clone (a tensor of its own, never written), and `CloneBackward0` saves nothing.
+# Nothing is red; the gradient still reaches the weight through `CloneBackward0`.
+
+# %%
+graph_with_clone
 
 # %% [markdown]
 # Reorder and renormalise-first agree: every use of the weight sees the rescaled rows.
@@ -361,7 +371,7 @@ def predict_norms_and_versions() -> dict[str, object]:
 
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
-"""Checks the predictions of predict_norms_and_versions() against the code of Exercise 1, run live."""
+"""Checks the predictions of predict_norms_and_versions() against Exercise 1's code, run live."""
 predictions = predict_norms_and_versions()
 assert isinstance(predictions, dict), "predict_norms_and_versions() should return a dict"
 assert set(predictions) == {"version_at_start", "version_at_end", "norms"}, (
@@ -436,6 +446,8 @@ tokens = torch.tensor([[0, 1, 2], [3, 4, 5]])
 with track_inplace() as log:
     logits = model(tokens)
 report = diagnose(logits.sum(), names={"weight": model.embedding.weight})
+lm_names = {"weight": model.embedding.weight, "recurrent.weight": model.recurrent.weight}
+lm_graph = draw(logits.sum(), names=lm_names)  # for below
 print("writes:", [(write.op, write.code) for write in log.writes])
 print(
     "stale saved weights:", [(f.node, f.saved_version, f.current_version) for f in report.findings]
@@ -445,10 +457,17 @@ with expect_error(
 ):
     logits.sum().backward()
 assert len(log.writes) == 3 and all(write.op == "embedding_renorm_" for write in log.writes)
-assert len(report.findings) == 2  # steps 1 and 2 saved a weight that a later step rewrote
+assert len(report.findings) == 2  # steps 0 and 1 saved a weight that a later step rewrote
 
 # %% [markdown]
-# The error shows a `[4, 6]` tensor, the transposed weight `weight.T` (a view of the weight, with its counter), saved by step 1 or 2.
+# The graph: the three `MmBackward0` of the output layer each saved `weight.T` as `mat2`, at versions 2, 3 and 4 (the weight started at 1, and each step's lookup wrote once).
+# The first two are red; the last one, saved after the last lookup, is not.
+
+# %%
+lm_graph
+
+# %% [markdown]
+# The error shows a `[4, 6]` tensor, the transposed weight `weight.T` (a view of the weight, with its counter), saved by step 0 or 1.
 # Surprise: it fails even when no row is too long.
 # With `max_norm = 100` nothing is rescaled, but every call still writes (section 1), so the saved versions are still stale.
 
@@ -612,11 +631,17 @@ for device in devices():
     )
     expected_step0 = torch.tensor([[0.4787, 0.2394, 0.3799, 0.9575]], device=device)
     assert torch.allclose(logits_q2[:, 0].detach(), expected_step0, atol=1e-4), (
-        f"the logits of step 0 should be {expected_step0.tolist()}, got {logits_q2[:, 0].tolist()}: "
-        "use the weight with every row of tokens rescaled. "
-        + explain("embedding-renorm-in-forward")
+        f"the logits of step 0 should be {[round(v, 4) for v in expected_step0[0].tolist()]}, "
+        f"got {[round(v, 4) for v in logits_q2[0, 0].tolist()]}: use the weight with every row "
+        "of tokens rescaled before any use of it. " + explain("embedding-renorm-in-forward")
     )
-    logits_q2.sum().backward()
+    try:
+        logits_q2.sum().backward()
+    except RuntimeError as error:
+        raise AssertionError(
+            f"backward() through your logits failed: {str(error).splitlines()[0][:200]} "
+            + explain("embedding-renorm-in-forward")
+        ) from None
     assert model_q2.embedding.weight.grad is not None, "no gradient reached the embedding"
     assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
 on_meta(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
@@ -662,7 +687,13 @@ for device in devices():
             "the logits differ from those of the model with every row of tokens rescaled "
             "before any use of the weight. " + explain("embedding-renorm-in-forward")
         )
-        (logits_q2 * probe).sum().backward()
+        try:
+            (logits_q2 * probe).sum().backward()
+        except RuntimeError as error:
+            raise AssertionError(
+                f"backward() through your logits failed: {str(error).splitlines()[0][:200]} "
+                + explain("embedding-renorm-in-forward")
+            ) from None
         assert_grad_close(
             model_q2.embedding.weight.grad,
             reference_model.embedding.weight.grad,
@@ -692,7 +723,7 @@ v = torch.tensor([1.0, 2.0])
 embedding = nn.Embedding.from_pretrained(torch.tensor([[3.0, 4.0]]), freeze=False, max_norm=1.0)
 (embedding(torch.tensor([0, 0])) * v).sum().backward()
 print(compare("weight.grad", embedding.weight.grad[0], torch.tensor([2.0, 4.0])))
-assert torch.equal(embedding.weight.grad[0], torch.tensor([2.0, 4.0]))
+assert_grad_close(embedding.weight.grad[0], torch.tensor([2.0, 4.0]), name="weight.grad[0]")
 
 w = torch.tensor([3.0, 4.0], requires_grad=True)
 rescaled = w * (1.0 / w.norm())
@@ -743,10 +774,15 @@ for device in devices():
     rows_q3 = max_norm_lookup(weight_q3, torch.tensor([0, 1, 0], device=device), 1.0)
     expected_rows = torch.tensor([[0.6, 0.8], [0.3, 0.4], [0.6, 0.8]], device=device)
     assert torch.allclose(rows_q3.detach(), expected_rows, atol=1e-5), (
-        f"expected {expected_rows.tolist()}, got {rows_q3.tolist()}"
+        f"expected {expected_rows.tolist()}, got {rows_q3.tolist()}: rescale only the rows "
+        "above max_norm, to max_norm. " + explain("embedding-renorm-in-forward")
     )
     assert weight_q3._version == 0 and weight_q3.detach()[0].tolist() == [3.0, 4.0], (
         "weight was written. " + explain("embedding-renorm-wrote-weight")
+    )
+    assert rows_q3.requires_grad, (
+        "the result does not require grad: no gradient can reach weight. "
+        + explain("grad-never-reached")
     )
     rows_q3.sum().backward()
     assert weight_q3.grad is not None and weight_q3.grad.abs().sum() > 0, (
@@ -782,7 +818,8 @@ for device in devices():
         )
         assert torch.allclose(rows_q3.detach().cpu(), expected_rows, atol=1e-5), (
             f"the values differ from nn.Embedding(max_norm={max_norm}, norm_type={norm_type})'s: "
-            "rescale only the rows whose norm_type-norm is above max_norm."
+            "rescale only the rows whose norm_type-norm is above max_norm. "
+            + explain("embedding-renorm-in-forward")
         )
         assert weight_q3._version == 0, "weight._version moved: weight was written. " + explain(
             "embedding-renorm-wrote-weight"
@@ -792,6 +829,10 @@ for device in devices():
             + explain("embedding-renorm-wrote-weight")
         )
         probe = torch.randn(*shape, dim, generator=generator, dtype=dtype).to(device)
+        assert rows_q3.requires_grad, (
+            "the result does not require grad: no gradient can reach weight. "
+            + explain("grad-never-reached")
+        )
         (rows_q3 * probe).sum().backward()
         assert weight_q3.grad is not None, "no gradient reached weight. " + explain(
             "grad-never-reached"
@@ -845,9 +886,8 @@ own_snapshot = embedding.weight.detach().clone()
 embedding(torch.tensor([0, 1]))
 drift_shared = (embedding.weight.detach() - shared_snapshot).norm().item()
 drift_own = (embedding.weight.detach() - own_snapshot).norm().item()
-print(
-    f"drift seen by the .detach() snapshot: {drift_shared} | by the .clone() snapshot: {drift_own:.3f}"
-)
+print(f"drift seen by the .detach() snapshot: {drift_shared}")
+print(f"drift seen by the .clone() snapshot:  {drift_own:.3f}")
 assert drift_shared == 0.0 and abs(drift_own - 4.0) < 1e-5
 
 # %% [markdown]
@@ -914,7 +954,7 @@ assert choices["D"] == "detach_clone", (
 
 # %%
 def situation_d(score) -> tuple[torch.Tensor, torch.Tensor]:
-    """Runs D's loss with the term computed by score(hidden, weight); returns (term, weight.grad)."""
+    """Runs D's loss, its term computed by score(hidden, weight); returns (term, weight.grad)."""
     torch.manual_seed(0)
     embedding = nn.Embedding(5, 3, max_norm=1.0)
     hidden = torch.randn(2, 3, requires_grad=True)
@@ -942,7 +982,8 @@ for name, score in candidates.items():
     term, weight_grad = situation_d(score)
     trains_hidden, trains_row_0 = term.requires_grad, bool(weight_grad[0].abs().sum() > 0)
     print(
-        f"{name:12} | the term trains the hidden state: {trains_hidden!s:5} | row 0 (never looked up) gets a gradient: {trains_row_0}"
+        f"{name:12} | the term trains the hidden state: {trains_hidden!s:5} "
+        f"| row 0 (never looked up) gets a gradient: {trains_row_0}"
     )
     assert (trains_hidden, trains_row_0) == {
         "no_grad": (False, False),
