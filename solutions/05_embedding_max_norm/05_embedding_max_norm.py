@@ -232,6 +232,21 @@ assert finding.line == write.location
 # The seed also says this line "modifies weight in-place": true, live above.
 # Its comment on `a`, "weight must be cloned for this to be differentiable", is loose: without the clone, `a` is differentiable; what fails is the backward of `a` after the weight changed.
 #
+# Its explanation is right, and you can test it: the weight is saved *because* `W` requires grad.
+# With a `W` that does not, `MmBackward0` needs only `W` (for the weight's gradient), saves no weight, and the same lines run.
+
+# %%
+embedding = nn.Embedding(n, d, max_norm=1)
+W_constant = W.detach()  # requires_grad=False
+a = embedding.weight @ W_constant.t()
+b = embedding(idx) @ W_constant.t()
+print("a's MmBackward0 saved the weight:", a.grad_fn._saved_self is not None)
+(a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().prod().backward()
+print("backward() ran; weight.grad shape:", tuple(embedding.weight.grad.shape))
+assert a.grad_fn._saved_self is None and embedding.weight.grad is not None
+
+# %% [markdown]
+
 # ## 3. The fixes, and what each computes
 #
 # Three fixes make `backward()` work.
@@ -243,7 +258,7 @@ assert finding.line == write.location
 # 3. **Renormalise yourself first**, under `no_grad`, then look up with `max_norm=None`. Both parts see the rescaled rows, as with the reorder.
 #
 # We build the same start for each and compare `a` and the gradients.
-# The seed's `prod()` of 14 sigmoids gives gradients near 1e-21; `mean()` keeps them readable.
+# The seed's loss is the product of 2 × 3 × 7 = 42 sigmoids, whose gradients are too small to read (below); `combine` takes their mean instead.
 
 
 # %%
@@ -259,6 +274,13 @@ def combine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The seed's loss from its two parts, with mean() in place of prod()."""
     return (a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().mean()
 
+
+embedding, W = seed_setup()
+b = embedding(idx) @ W.t()
+a = embedding.weight @ W.t()
+(a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().prod().backward()
+print(f"largest |weight.grad| with the seed's prod(): {embedding.weight.grad.abs().max():.1e}")
+assert embedding.weight.grad.abs().max() < 1e-15
 
 results = {}
 
@@ -501,52 +523,44 @@ assert torch.allclose(embedding.weight.grad[0], 0.02 * embedding.weight.detach()
 
 # %% [markdown]
 # Back to the language model.
-# The reorder fix: look up the whole sequence once, before the loop.
-# All rewrites happen in that one call, so no step saves a weight that changes later.
-# Every step's logits then use the weight with all the sequence's rows rescaled.
-#
-# The `clone()` fix (`h @ self.embedding.weight.clone().T` at every step) also runs, but computes something else: step 0 scores against rows that step 2 has not rescaled yet.
+# The `clone()` fix of section 3 works here too: at every step, `h @ self.embedding.weight.clone().T`.
+# Each step's `MmBackward0` then saves its own copy, and the gradient still reaches the weight through `CloneBackward0`.
+# But each step scores against the weight *as it is at that step*: step 0 uses rows that steps 1 and 2 rescale afterwards.
+
 
 # %%
-torch.manual_seed(0)
-model = TiedRNNLM(vocab=6, dim=4, max_norm=1.0)
-start = copy.deepcopy(model.state_dict())
-
-
-def reordered_forward(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
-    """TiedRNNLM.forward with the lookup moved before the loop."""
-    embedded = model.embedding(tokens)  # (batch, seq, dim): every rewrite happens here
-    h = embedded.new_zeros(tokens.shape[0], embedded.shape[-1])
-    logits = []
-    for t in range(tokens.shape[1]):
-        h = torch.tanh(embedded[:, t] + model.recurrent(h))
-        logits.append(h @ model.embedding.weight.T)
-    return torch.stack(logits, dim=1)
-
-
-def cloned_forward(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
-    """TiedRNNLM.forward with a clone of the weight at every step."""
+def cloned_forward(
+    model: TiedRNNLM, tokens: torch.Tensor
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """TiedRNNLM.forward with a clone of the weight at every step; also returns the clones."""
     h = model.embedding.weight.new_zeros(tokens.shape[0], model.embedding.embedding_dim)
-    logits = []
+    logits, clones = [], []
     for t in range(tokens.shape[1]):
         h = torch.tanh(model.embedding(tokens[:, t]) + model.recurrent(h))
-        logits.append(h @ model.embedding.weight.clone().T)
-    return torch.stack(logits, dim=1)
+        weight_now = model.embedding.weight.clone()  # a copy for this step's output layer
+        clones.append(weight_now.detach())
+        logits.append(h @ weight_now.T)
+    return torch.stack(logits, dim=1), clones
 
 
-reordered = reordered_forward(model, tokens)
-reordered.sum().backward()
-model.load_state_dict(start)
-cloned = cloned_forward(model, tokens)
-cloned.sum().backward()
-for t in range(3):
-    print(compare(f"step {t}", cloned[:, t].detach(), reordered[:, t].detach()))
-assert torch.allclose(cloned[:, 2], reordered[:, 2]) and not torch.allclose(
-    cloned[:, 0], reordered[:, 0]
+torch.manual_seed(0)
+model = TiedRNNLM(vocab=6, dim=4, max_norm=1.0)
+logits, clones = cloned_forward(model, tokens)
+logits.sum().backward()  # no error
+print(
+    "gradients reach the embedding and the recurrent layer:",
+    model.embedding.weight.grad is not None and model.recurrent.weight.grad is not None,
 )
+final_weight = model.embedding.weight.detach()
+rescaled_later = []
+for t, weight_then in enumerate(clones):
+    rescaled_later.append((weight_then != final_weight).any(dim=1).nonzero().flatten().tolist())
+    print(f"step {t} scored against rows {rescaled_later[t]} before a later step rescaled them")
+assert rescaled_later[0] and not rescaled_later[2]
 
 # %% [markdown]
-# The last step agrees (by then every row is rescaled in both); the earlier steps do not.
+# Whether that is what you want is a modelling choice.
+# Exercise 2 asks for the other one: every step scores against the weight with the rows of the whole sequence already rescaled, which is what the reorder of section 3 gives when you apply it to this loop.
 #
 # ## 5. `F.embedding(..., max_norm=...)` writes to the tensor you pass
 #
@@ -578,7 +592,7 @@ assert leaf._version == 1 and leaf.is_leaf
 # ### Exercise 2 — fix the tied-weight language model (3 points)
 #
 # Write `tied_rnn_logits(model, tokens)`: the logits of `TiedRNNLM.forward`, shape `(batch, seq, vocab)`, computed so that `backward()` works.
-# Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled (as the reordered forward of section 4 does; the per-step `clone()` gives other values).
+# Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled (the per-step `clone()` of section 4 gives other values: for the example below, its step-0 logits are printed under the model).
 # The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
 # For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`.
 # The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the `meta` device.
@@ -596,6 +610,9 @@ def q2_example_model(device: torch.device) -> TiedRNNLM:
 
 with expect_error(RuntimeError, match="expected version"):
     q2_example_model(torch.device("cpu"))(torch.tensor([[1, 0, 2]])).sum().backward()
+clone_logits, _ = cloned_forward(q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
+print("step 0 with the per-step clone() fix:", [round(v, 4) for v in clone_logits[0, 0].tolist()])
+print("step 0 that Exercise 2 asks for:      [0.4787, 0.2394, 0.3799, 0.9575]")
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
