@@ -17,7 +17,6 @@
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
-import copy
 import inspect
 
 import matplotlib.pyplot as plt
@@ -663,6 +662,7 @@ for device in devices():
     assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
 on_meta(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
 ### BEGIN HIDDEN TESTS
+import copy
 
 
 def _reference_tied_logits(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
