@@ -708,7 +708,7 @@ for device in devices():
             (logits_q2 * probe).sum().backward()
         except RuntimeError as error:
             raise AssertionError(
-                f"backward() through your logits failed: {str(error).splitlines()[0][:200]} "
+                f"backward() failed on a {vocab}-token model: {str(error).splitlines()[0][:200]} "
                 + explain("embedding-renorm-in-forward")
             ) from None
         assert_grad_close(
@@ -838,17 +838,15 @@ for device in devices():
             "rescale only the rows whose norm_type-norm is above max_norm. "
             + explain("embedding-renorm-in-forward")
         )
-        assert weight_q3._version == 0, "weight._version moved: weight was written. " + explain(
-            "embedding-renorm-wrote-weight"
-        )
+        wrote_weight = explain("embedding-renorm-wrote-weight")
+        assert weight_q3._version == 0, f"weight._version moved: weight was written. {wrote_weight}"
         assert torch.equal(weight_q3.detach().cpu(), weight_values), (
-            "weight's values changed (a write hidden from _version?). "
-            + explain("embedding-renorm-wrote-weight")
+            f"weight's values changed (a write hidden from _version?). {wrote_weight}"
         )
         probe = torch.randn(*shape, dim, generator=generator, dtype=dtype).to(device)
-        assert rows_q3.requires_grad, (
-            "the result does not require grad: no gradient can reach weight. "
-            + explain("grad-never-reached")
+        assert rows_q3.requires_grad is True, (
+            f"the result of max_norm_lookup(weight, indices of shape {shape}, ...) does not "
+            "require grad, so no gradient reaches weight. " + explain("grad-never-reached")
         )
         (rows_q3 * probe).sum().backward()
         assert weight_q3.grad is not None, "no gradient reached weight. " + explain(
