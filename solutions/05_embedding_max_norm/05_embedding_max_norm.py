@@ -591,7 +591,8 @@ assert leaf._version == 1 and leaf.is_leaf
 # ### Exercise 2 — fix the tied-weight language model (3 points)
 #
 # Write `tied_rnn_logits(model, tokens)`: the logits of `TiedRNNLM.forward`, shape `(batch, seq, vocab)`, computed so that `backward()` works.
-# Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled (the per-step `clone()` of section 4 gives other values: for the example below, its step-0 logits are printed under the model).
+# Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled, and only those rows, as `nn.Embedding` rescales them (the per-step `clone()` of section 4 gives other values: for the example below, its step-0 logits are printed under the model).
+# Look the rows up with `model.embedding` itself (or `F.embedding`), so that the gradients are the ones `nn.Embedding`'s lookup gives.
 # The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
 # For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`.
 # The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the `meta` device.
@@ -866,6 +867,8 @@ for device in devices():
 # %% [markdown]
 # ## 7. Harm without an error
 #
+# The seed ends: "If you don't use embedding.weight outside of the normal forward pass, you don't need to worry about all this."
+# Not quite: section 4 failed inside a normal forward pass (a tied decoder), and below, harm comes with no other use of the weight at all.
 # Autograd only checks tensors a node saved.
 # Tensors outside any graph can change under you with no error at all.
 #
