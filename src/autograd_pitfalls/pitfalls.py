@@ -117,6 +117,24 @@ _ALL = (
         "x.new_zeros(n), torch.zeros_like(x), or torch.stack/torch.cat of the pieces.",
         "04_assembling_tensors",
     ),
+    Pitfall(
+        "embedding-renorm-in-forward",
+        "an embedding with max_norm rewrites its weight in every forward pass",
+        "nn.Embedding(max_norm=m) rescales the rows it looks up whose norm is above m, in "
+        "place, and bumps weight._version at every call, even under no_grad. A use of "
+        "embedding.weight saved before the lookup goes stale: call the embedding first, use "
+        "embedding.weight.clone() there, or rescale under torch.no_grad() and look up with "
+        "max_norm=None.",
+        "05_embedding_max_norm",
+    ),
+    Pitfall(
+        "embedding-renorm-wrote-weight",
+        "a max_norm lookup wrote to the weight it should only read",
+        "F.embedding(..., max_norm=...) rescales rows of the tensor you pass, in place (and "
+        "a write through .data only hides it from _version). Rescale the gathered rows "
+        "weight[indices] out of place, or renormalise a clone.",
+        "05_embedding_max_norm",
+    ),
 )
 
 PITFALLS: dict[str, Pitfall] = {pitfall.key: pitfall for pitfall in _ALL}

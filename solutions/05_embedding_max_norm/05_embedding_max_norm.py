@@ -1,0 +1,1020 @@
+# %% [markdown]
+# # 05 · `nn.Embedding(max_norm=...)` rewrites its weight during the forward pass
+#
+# An embedding with `max_norm` rescales the rows it looks up, in place, every time it is called.
+# Any other use of `embedding.weight` in the same graph (a tied output layer, a regulariser, a similarity against all rows) can then fail at `backward()`, or quietly use values that changed under it.
+#
+# **What you will learn**
+#
+# - which rows `max_norm` rescales, to what norm, with which `norm_type`, and what it does to `weight._version` (and why a fresh module's weight starts at version 1);
+# - why `embedding.weight` used before `embedding(idx)` breaks `backward()`, read from the error's two versions, `draw` and `diagnose`;
+# - three fixes (reorder, `clone()`, renormalise yourself first) and which of them change the values the model computes; why `.detach()` is not one;
+# - the same failure in a tied-weight language model, even when no row is too long, and in `F.embedding` on a tensor you pass;
+# - what gradient a row gets through `max_norm`, and how to look up rescaled rows without writing the weight;
+# - where the renormalisation does harm with no error at all.
+#
+# Run the cells from top to bottom.
+# The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+
+# %% nbgrader={"grade_id": "setup", "locked": true}
+import inspect
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from autograd_pitfalls import (
+    assert_grad_close,
+    compare,
+    devices,
+    diagnose,
+    draw,
+    expect_error,
+    explain,
+    on_meta,
+    track_inplace,
+)
+
+print(f"torch {torch.__version__}")
+
+# %% [markdown]
+# ## 1. What `max_norm` does
+#
+# A fresh `nn.Embedding` is a table of `num_embeddings` rows, each a vector of `embedding_dim` numbers, drawn from a standard normal.
+# Its weight is already at version 1, not 0: the constructor calls `reset_parameters()`, which fills the weight with `init.normal_`, an in-place write under `torch.no_grad()` (notebook 02, section 8).
+
+# %%
+embedding = nn.Embedding(4, 2, max_norm=1.0)
+print("fresh nn.Embedding: weight._version =", embedding.weight._version)
+print(inspect.getsource(nn.Embedding.reset_parameters))
+assert embedding.weight._version == 1
+assert "init.normal_(self.weight)" in inspect.getsource(nn.Embedding.reset_parameters)
+
+with_padding = nn.Embedding(4, 2, padding_idx=0)  # normal_, then the padding row is zeroed
+pretrained = nn.Embedding.from_pretrained(torch.ones(4, 2))  # wraps your tensor: no init
+print(
+    "with padding_idx:",
+    with_padding.weight._version,
+    "| from_pretrained:",
+    pretrained.weight._version,
+)
+assert (with_padding.weight._version, pretrained.weight._version) == (2, 0)
+
+# %% [markdown]
+# Now give the rows norms we can follow: 5, 0.5, 2 and 2.
+# The write under `no_grad` counts too: version 2.
+# Then look up rows 0, 2 and 0 again.
+# Predict before you run: which rows change, to what norm, and what is the version afterwards?
+
+# %%
+with torch.no_grad():
+    embedding.weight.copy_(torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [1.2, 1.6]]))
+norms_before = embedding.weight.detach().norm(dim=1)
+print("norms before:", norms_before.tolist(), "| version:", embedding.weight._version)
+
+out = embedding(torch.tensor([0, 2, 0]))
+norms_after = embedding.weight.detach().norm(dim=1)
+print(
+    "norms after: ",
+    [round(n, 7) for n in norms_after.tolist()],
+    "| version:",
+    embedding.weight._version,
+)
+print("weight after:", embedding.weight.detach().tolist())
+print("output:      ", out.detach().tolist())
+assert embedding.weight._version == 3  # one write for the call, though row 0 is looked up twice
+assert torch.allclose(norms_after, torch.tensor([1.0, 0.5, 1.0, 2.0]))
+assert torch.equal(out.detach(), embedding.weight.detach()[[0, 2, 0]])  # the output is the new rows
+
+# %% [markdown]
+# Rows 0 and 2 were looked up and above the limit: they now have norm 1 (the direction is kept: `[3, 4]` became `[0.6, 0.8]`).
+# Row 1 was not looked up; row 3 is above the limit but was not looked up either: both unchanged.
+# Row 0 appears twice in the indices, and was rescaled once (norm 1, not 0.2).
+# The output holds the rescaled rows, and the weight itself was written: one in-place write per call, version 2 to 3.
+#
+# To what norm exactly?
+# The kernel multiplies a row by `max_norm / (norm + 1e-7)`, so the new norm is a hair below `max_norm`.
+# In float32 that rounds to 1.0; in float64 you can see it.
+
+# %%
+table = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
+nn.functional.embedding(torch.tensor([0]), table, max_norm=1.0)
+print(f"new norm: {table.norm().item():.10f} | max_norm * 5 / (5 + 1e-7): {5 / (5 + 1e-7):.10f}")
+assert abs(table.norm().item() - 5 / (5 + 1e-7)) < 1e-12
+
+# %% [markdown]
+# The version goes up on every call, whether or not a row was too long, and also under `torch.no_grad()` (as in an evaluation loop).
+# The counter counts writes, not changes (notebook 02, section 2).
+
+# %%
+version = embedding.weight._version
+embedding(torch.tensor([1]))  # row 1 has norm 0.5: nothing to rescale
+print(f"lookup of a short row: version {version} -> {embedding.weight._version}")
+assert embedding.weight._version == version + 1
+with torch.no_grad():
+    embedding(torch.tensor([3]))  # row 3 (norm 2) is rescaled, even under no_grad
+print(
+    f"under no_grad:         version {version + 1} -> {embedding.weight._version}",
+    f"| row 3 norm: {embedding.weight[3].norm().item():.4f}",
+)
+assert embedding.weight._version == version + 2
+assert abs(embedding.weight[3].norm().item() - 1.0) < 1e-6
+
+# %% [markdown]
+# `norm_type` picks the norm, `p` of the p-norm (2 by default).
+# With `norm_type=1.0` the sum of absolute values is capped: `[3, 4]` (L1 norm 7) becomes `[3/7, 4/7]`, whose L2 norm is `5/7 ≈ 0.714`.
+
+# %%
+l1 = nn.Embedding.from_pretrained(torch.tensor([[3.0, 4.0]]), max_norm=1.0, norm_type=1.0)
+l1(torch.tensor([0]))
+row = l1.weight.detach()[0]
+print("row:", row.tolist(), "| L1:", row.abs().sum().item(), "| L2:", row.norm().item())
+assert torch.allclose(row, torch.tensor([3 / 7, 4 / 7]))
+
+# %% [markdown]
+# The picture: eight rows with random norms, a lookup of rows 1, 3, 4 and 6, the limit `max_norm = 1.5` in red.
+# Only the rows both looked up and above the line come down to it.
+
+# %%
+torch.manual_seed(0)
+demo = nn.Embedding(8, 16, max_norm=1.5)
+with torch.no_grad():
+    demo.weight.mul_(torch.rand(8, 1) * 0.6)  # norms spread between about 0 and 2.4
+looked_up = torch.tensor([1, 3, 4, 6])
+before = demo.weight.detach().norm(dim=1).clone()
+demo(looked_up)
+after = demo.weight.detach().norm(dim=1)
+
+figure, axes = plt.subplots(figsize=(6, 2.6))
+rows = torch.arange(8)
+axes.bar(rows - 0.2, before, width=0.4, label="before", color="lightgray")
+axes.bar(rows + 0.2, after, width=0.4, label="after", color="tab:blue")
+axes.axhline(1.5, color="tab:red", linestyle="--", label="max_norm")
+axes.set_xticks(rows, [f"{i}*" if i in looked_up else str(i) for i in range(8)])
+axes.set_xlabel("row (* = looked up)")
+axes.set_ylabel("L2 norm")
+axes.legend(fontsize=8, loc="upper left")
+figure.tight_layout()
+plt.show()
+
+changed = (before != after).nonzero().flatten().tolist()
+expected = [i for i in looked_up.tolist() if before[i] > 1.5]
+print("rows changed:", changed, "| rows looked up and above 1.5:", expected)
+assert changed == expected and len(changed) >= 1
+
+# %% [markdown]
+# ## 2. The failure: the weight used before the lookup
+#
+# A forum answer on this pitfall (the seed of this notebook) gives this code.
+# `a` uses the whole weight directly, `b` looks up two rows; the loss combines them.
+
+# %%
+torch.manual_seed(0)
+n, d, m = 3, 5, 7
+embedding = nn.Embedding(n, d, max_norm=1)
+W = torch.randn((m, d), requires_grad=True)
+idx = torch.tensor([1, 2])
+print("weight._version at the start:", embedding.weight._version)
+a = embedding.weight @ W.t()  # MmBackward0 saves the weight (to compute W.grad)
+print("after a = embedding.weight @ W.t():", embedding.weight._version)
+b = embedding(idx) @ W.t()  # renormalises rows 1 and 2 of the weight, in place
+print("after b = embedding(idx) @ W.t(): ", embedding.weight._version)
+out = a.unsqueeze(0) + b.unsqueeze(1)
+loss = out.sigmoid().prod()
+seed_graph = draw(loss, names={"weight": embedding.weight, "W": W, "loss": loss})  # for below
+with expect_error(
+    RuntimeError, match=r"\[torch.FloatTensor \[3, 5\]\] is at version 2; expected version 1"
+):
+    loss.backward()
+
+# %% [markdown]
+# Read the error with section 1.
+# The `[3, 5]` tensor is the weight.
+# It was at version 1 when `a` was computed (the `normal_` of the constructor), and `a`'s node saved it, because `d a / d W` needs the weight's values.
+# `embedding(idx)` wrote to it (version 2), so the saved values are gone.
+# The graph, drawn before that `backward()`, shows the saved weight in red, with both versions.
+
+# %%
+seed_graph
+
+# %% [markdown]
+# `diagnose` says the same before `backward()`, and under `track_inplace()` names the op and the line.
+# The op is `embedding_renorm_`: the in-place kernel `nn.Embedding` calls.
+
+# %%
+embedding = nn.Embedding(n, d, max_norm=1)
+with track_inplace() as log:
+    a = embedding.weight @ W.t()
+    b = embedding(idx) @ W.t()
+loss = (a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().prod()
+report = diagnose(loss, names={"weight": embedding.weight, "W": W})
+print(report)
+
+[finding] = report.findings
+[write] = log.writes
+print(
+    "recorded write:",
+    write.op,
+    "|",
+    write.code,
+    "| version",
+    write.version_before,
+    "->",
+    write.version,
+)
+assert (finding.node, finding.saved, finding.name) == ("MmBackward0", "self", "weight")
+assert (finding.saved_version, finding.current_version) == (1, 2)
+assert write.op == "embedding_renorm_" and write.code == "b = embedding(idx) @ W.t()"
+assert finding.line == write.location
+
+# %% [markdown]
+# The seed also says this line "modifies weight in-place": true, live above.
+# Its comment on `a`, "weight must be cloned for this to be differentiable", is loose: without the clone, `a` is differentiable; what fails is the backward of `a` after the weight changed.
+#
+# Its explanation is right, and you can test it: the weight is saved *because* `W` requires grad.
+# With a `W` that does not, `MmBackward0` needs only `W` (for the weight's gradient), saves no weight, and the same lines run.
+
+# %%
+embedding = nn.Embedding(n, d, max_norm=1)
+W_constant = W.detach()  # requires_grad=False
+a = embedding.weight @ W_constant.t()
+b = embedding(idx) @ W_constant.t()
+print("a's MmBackward0 saved the weight:", a.grad_fn._saved_self is not None)
+(a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().prod().backward()
+print("backward() ran; weight.grad shape:", tuple(embedding.weight.grad.shape))
+assert a.grad_fn._saved_self is None and embedding.weight.grad is not None
+
+# %% [markdown]
+
+# ## 3. The fixes, and what each computes
+#
+# Three fixes make `backward()` work.
+# They do not compute the same thing.
+# `a` is the part that uses the whole weight; the rows 1 and 2 are the ones `embedding(idx)` rescales.
+#
+# 1. **Reorder**: call the embedding first, then use the weight. `a` sees the rescaled rows.
+# 2. **`clone()`**: `a = embedding.weight.clone() @ W.t()`. `a` sees the rows as they were before the rescaling.
+# 3. **Renormalise yourself first**, under `no_grad`, then look up with `max_norm=None`. Both parts see the rescaled rows, as with the reorder.
+#
+# We build the same start for each and compare `a` and the gradients.
+# The seed's loss is the product of 2 × 3 × 7 = 42 sigmoids, whose gradients are too small to read (below); `combine` takes their mean instead.
+
+
+# %%
+def seed_setup() -> tuple[nn.Embedding, torch.Tensor]:
+    """Returns a fresh max_norm embedding and W, always with the same values."""
+    torch.manual_seed(0)
+    embedding = nn.Embedding(3, 5, max_norm=1)
+    w_out = torch.randn((7, 5), requires_grad=True)  # the seed's W
+    return embedding, w_out
+
+
+def combine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The seed's loss from its two parts, with mean() in place of prod()."""
+    return (a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().mean()
+
+
+embedding, W = seed_setup()
+b = embedding(idx) @ W.t()
+a = embedding.weight @ W.t()
+(a.unsqueeze(0) + b.unsqueeze(1)).sigmoid().prod().backward()
+print(f"largest |weight.grad| with the seed's prod(): {embedding.weight.grad.abs().max():.1e}")
+assert embedding.weight.grad.abs().max() < 1e-15
+
+results = {}
+
+embedding, W = seed_setup()
+b = embedding(idx) @ W.t()  # 1. reorder: the lookup first
+a = embedding.weight @ W.t()
+combine(a, b).backward()
+results["reorder"] = (a.detach(), embedding.weight.grad, W.grad)
+
+embedding, W = seed_setup()
+a = embedding.weight.clone() @ W.t()  # 2. clone: MmBackward0 saves the clone
+b = embedding(idx) @ W.t()
+loss_with_clone = combine(a, b)
+graph_with_clone = draw(loss_with_clone, names={"weight": embedding.weight, "W": W})
+loss_with_clone.backward()
+results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
+
+embedding, W = seed_setup()
+with torch.no_grad():  # 3. renormalise first, the way nn.Embedding does it
+    torch.embedding_renorm_(embedding.weight, idx, max_norm=1.0, norm_type=2.0)
+a = embedding.weight @ W.t()
+b = nn.functional.embedding(idx, embedding.weight) @ W.t()  # max_norm=None: no write
+combine(a, b).backward()
+results["renorm first"] = (a.detach(), embedding.weight.grad, W.grad)
+
+for name, (a_value, _, _) in results.items():
+    print(f"{name:13} a[1:] = {a_value[1:, :3].flatten().tolist()} ...")
+reorder, cloned, renormed = results.values()
+print(compare("a", cloned[0], reorder[0]))
+print(compare("weight.grad", cloned[1], reorder[1]))
+print(compare("renorm a", renormed[0], reorder[0]))
+print(compare("renorm W.grad", renormed[2], reorder[2]))
+assert torch.allclose(renormed[0], reorder[0]) and torch.allclose(renormed[2], reorder[2])
+assert torch.equal(cloned[0][0], reorder[0][0])  # row 0 is never rescaled
+assert not torch.allclose(cloned[0][1:], reorder[0][1:])  # rows 1 and 2: before vs after
+
+# %% [markdown]
+# The graph of the `clone()` fix, drawn before its `backward()`: `MmBackward0` now saves the clone (a tensor of its own, never written), and `CloneBackward0` saves nothing.
+# Nothing is red; the gradient still reaches the weight through `CloneBackward0`.
+
+# %%
+graph_with_clone
+
+# %% [markdown]
+# Reorder and renormalise-first agree: every use of the weight sees the rescaled rows.
+# `clone()` gives another `a` (rows 1 and 2 as they were before the rescaling) and so other gradients.
+# Which is right depends on what you mean; the seed's `clone()` keeps the values its buggy order intended, and the reorder changes them.
+# What each fix costs: `clone()` copies the whole weight at every forward pass (for a 50,000 × 512 vocabulary, 100 MB in float32); the reorder costs nothing; renormalising yourself is one more call, and you must keep `max_norm` out of the lookup.
+#
+# What is *not* a fix: `.detach()`.
+# A detached tensor shares the weight's memory and its version counter (notebook 02, section 2), and `MmBackward0` still saves it to compute `W.grad`.
+# The same error, the same versions:
+
+# %%
+embedding, W = seed_setup()
+a = embedding.weight.detach() @ W.t()
+b = embedding(idx) @ W.t()
+with expect_error(RuntimeError, match="is at version 2; expected version 1"):
+    combine(a, b).backward()
+
+# %% [markdown]
+# `.detach().clone()` does silence the error, and costs you a gradient path: no gradient reaches the weight through `a`.
+# Only the two looked-up rows get a gradient (through `b`); row 0 gets none.
+
+# %%
+embedding, W = seed_setup()
+a = embedding.weight.detach().clone() @ W.t()
+b = embedding(idx) @ W.t()
+combine(a, b).backward()
+print("weight.grad with .detach().clone():", embedding.weight.grad[:, :3].tolist())
+print("weight.grad with clone():          ", cloned[1][:, :3].tolist())
+assert torch.equal(embedding.weight.grad[0], torch.zeros(5)) and cloned[1][0].abs().sum() > 0
+
+# %% [markdown]
+# ### Exercise 1 — predict norms and versions (2 points)
+#
+# Read this code without running it:
+#
+# ```python
+# embedding = nn.Embedding(5, 2, max_norm=2.0)
+# with torch.no_grad():
+#     embedding.weight.copy_(
+#         torch.tensor([[6.0, 8.0], [0.9, 1.2], [0.0, 3.0], [4.0, 0.0], [0.6, 0.8]])
+#     )
+# first = embedding(torch.tensor([[0, 1], [0, 4]]))
+# with torch.no_grad():
+#     second = embedding(torch.tensor([2]))
+# ```
+#
+# Predict `embedding.weight._version` right after the first line (`"version_at_start"`), `embedding.weight._version` after the last line (`"version_at_end"`), and the L2 norm of each of the five rows after the last line (`"norms"`, a list of five floats; 1e-3 is close enough).
+# Return them from `predict_norms_and_versions()` as a dict, for example `{"version_at_start": 0, "version_at_end": 0, "norms": [10.0, 1.5, 3.0, 4.0, 1.0]}`.
+# The test runs the code live and compares.
+
+
+# %% nbgrader={"grade_id": "q1-answer", "solution": true}
+def predict_norms_and_versions() -> dict[str, object]:
+    """Returns your predictions for the code of Exercise 1.
+
+    Returns:
+        A dict with keys "version_at_start" (int), "version_at_end" (int) and
+        "norms" (a list of five floats, the rows' L2 norms after the last line).
+    """
+    ### BEGIN SOLUTION
+    return {
+        "version_at_start": 1,  # reset_parameters: normal_ under no_grad
+        "version_at_end": 4,  # copy_, then one write per call, no_grad or not
+        "norms": [2.0, 1.5, 2.0, 4.0, 1.0],  # only rows looked up and above 2 come down
+    }
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
+"""Checks the predictions of predict_norms_and_versions() against Exercise 1's code, run live."""
+predictions = predict_norms_and_versions()
+assert isinstance(predictions, dict), "predict_norms_and_versions() should return a dict"
+assert set(predictions) == {"version_at_start", "version_at_end", "norms"}, (
+    f"expected the keys version_at_start, version_at_end, norms; got {sorted(predictions)}"
+)
+
+embedding_q1 = nn.Embedding(5, 2, max_norm=2.0)
+truth = {"version_at_start": embedding_q1.weight._version}
+with torch.no_grad():
+    embedding_q1.weight.copy_(
+        torch.tensor([[6.0, 8.0], [0.9, 1.2], [0.0, 3.0], [4.0, 0.0], [0.6, 0.8]])
+    )
+first = embedding_q1(torch.tensor([[0, 1], [0, 4]]))
+with torch.no_grad():
+    second = embedding_q1(torch.tensor([2]))
+truth["version_at_end"] = embedding_q1.weight._version
+truth["norms"] = embedding_q1.weight.detach().norm(dim=1).tolist()
+
+assert predictions["version_at_start"] == truth["version_at_start"], (
+    f"a fresh nn.Embedding's weight is at version {truth['version_at_start']}, you predicted "
+    f"{predictions['version_at_start']}: the constructor initialises it in place (section 1)."
+)
+### BEGIN HIDDEN TESTS
+assert type(predictions["version_at_end"]) is int, "version_at_end should be an int"
+assert predictions["version_at_end"] == truth["version_at_end"], (
+    f"the weight ends at version {truth['version_at_end']}, you predicted "
+    f"{predictions['version_at_end']}: count one write for copy_ and one per call of the "
+    "embedding, under no_grad too, however many rows it rescales (section 1). "
+    + explain("embedding-renorm-in-forward")
+)
+predicted_norms = predictions["norms"]
+assert len(predicted_norms) == 5, "norms should list the five rows' norms"
+for row, (guess, real) in enumerate(zip(predicted_norms, truth["norms"], strict=True)):
+    assert abs(float(guess) - real) < 1e-3, (
+        f"row {row} ends with norm {real:.4f}, you predicted {guess}: only the rows looked up "
+        "and above max_norm are rescaled, to max_norm (section 1). "
+        + explain("embedding-renorm-in-forward")
+    )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. A real case: a tied-weight language model
+#
+# Language models often *tie* the input embedding and the output layer: the logits are `h @ embedding.weight.T`, one score per vocabulary row.
+# With `max_norm`, a model that embeds one token at a time (a recurrent decoder, step by step) breaks: step 1's logits save the weight, and step 2's lookup writes to it.
+# Here is such a model; the vocabulary has 6 tokens of dimension 4.
+
+
+# %%
+class TiedRNNLM(nn.Module):
+    """A tiny recurrent language model whose output layer is its input embedding."""
+
+    def __init__(self, vocab: int, dim: int, max_norm: float = 1.0) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim, max_norm=max_norm)
+        self.recurrent = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Returns the logits, shape (batch, seq, vocab), for tokens of shape (batch, seq)."""
+        h = self.embedding.weight.new_zeros(tokens.shape[0], self.embedding.embedding_dim)
+        logits = []
+        for t in range(tokens.shape[1]):
+            x = self.embedding(tokens[:, t])  # renormalises this step's rows, in place
+            h = torch.tanh(x + self.recurrent(h))
+            logits.append(h @ self.embedding.weight.T)  # MmBackward0 saves the weight
+        return torch.stack(logits, dim=1)
+
+
+torch.manual_seed(0)
+model = TiedRNNLM(vocab=6, dim=4, max_norm=1.0)
+tokens = torch.tensor([[0, 1, 2], [3, 4, 5]])
+with track_inplace() as log:
+    logits = model(tokens)
+report = diagnose(logits.sum(), names={"weight": model.embedding.weight})
+lm_names = {"weight": model.embedding.weight, "recurrent.weight": model.recurrent.weight}
+lm_graph = draw(logits.sum(), names=lm_names)  # for below
+print("writes:", [(write.op, write.code) for write in log.writes])
+print(
+    "stale saved weights:", [(f.node, f.saved_version, f.current_version) for f in report.findings]
+)
+with expect_error(
+    RuntimeError, match=r"\[torch.FloatTensor \[4, 6\]\].* is at version \d; expected version \d"
+):
+    logits.sum().backward()
+assert len(log.writes) == 3 and all(write.op == "embedding_renorm_" for write in log.writes)
+assert len(report.findings) == 2  # steps 0 and 1 saved a weight that a later step rewrote
+
+# %% [markdown]
+# The graph: the three `MmBackward0` of the output layer each saved `weight.T` as `mat2`, at versions 2, 3 and 4 (the weight started at 1, and each step's lookup wrote once).
+# The first two are red; the last one, saved after the last lookup, is not.
+
+# %%
+lm_graph
+
+# %% [markdown]
+# The error shows a `[4, 6]` tensor, the transposed weight `weight.T` (a view of the weight, with its counter), saved by step 0 or 1.
+# Surprise: it fails even when no row is too long.
+# With `max_norm = 100` nothing is rescaled, but every call still writes (section 1), so the saved versions are still stale.
+
+# %%
+torch.manual_seed(0)
+roomy = TiedRNNLM(vocab=6, dim=4, max_norm=100.0)
+weight_before = roomy.embedding.weight.detach().clone()
+logits = roomy(tokens)
+print("values changed:", not torch.equal(weight_before, roomy.embedding.weight.detach()))
+with expect_error(RuntimeError, match="is at version 4; expected version 3"):
+    logits.sum().backward()
+assert torch.equal(weight_before, roomy.embedding.weight.detach())
+
+# %% [markdown]
+# A second everyday case, with no recurrence at all: a regulariser on the weights written before the model call in one expression.
+# Python evaluates `reg + model(...)` left to right, so `pow` saves the weight first and the lookup writes it second.
+# Swapping the two terms is the reorder fix.
+
+# %%
+torch.manual_seed(0)
+embedding = nn.Embedding(5, 3, max_norm=1.0)
+batch = torch.tensor([1, 3])
+loss = 0.01 * embedding.weight.pow(2).sum() + embedding(batch).sum()
+with expect_error(RuntimeError, match="is at version 2; expected version 1"):
+    loss.backward()
+
+loss = embedding(batch).sum() + 0.01 * embedding.weight.pow(2).sum()  # lookup first
+loss.backward()
+print("reordered: weight.grad row 0 (only the regulariser):", embedding.weight.grad[0].tolist())
+assert torch.allclose(embedding.weight.grad[0], 0.02 * embedding.weight.detach()[0])
+
+# %% [markdown]
+# Back to the language model.
+# The `clone()` fix of section 3 works here too: at every step, `h @ self.embedding.weight.clone().T`.
+# Each step's `MmBackward0` then saves its own copy, and the gradient still reaches the weight through `CloneBackward0`.
+# But each step scores against the weight *as it is at that step*: step 0 uses rows that steps 1 and 2 rescale afterwards.
+
+
+# %%
+def cloned_forward(
+    model: TiedRNNLM, tokens: torch.Tensor
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """TiedRNNLM.forward with a clone of the weight at every step; also returns the clones."""
+    h = model.embedding.weight.new_zeros(tokens.shape[0], model.embedding.embedding_dim)
+    logits, clones = [], []
+    for t in range(tokens.shape[1]):
+        h = torch.tanh(model.embedding(tokens[:, t]) + model.recurrent(h))
+        weight_now = model.embedding.weight.clone()  # a copy for this step's output layer
+        clones.append(weight_now.detach())
+        logits.append(h @ weight_now.T)
+    return torch.stack(logits, dim=1), clones
+
+
+torch.manual_seed(0)
+model = TiedRNNLM(vocab=6, dim=4, max_norm=1.0)
+logits, clones = cloned_forward(model, tokens)
+logits.sum().backward()  # no error
+print(
+    "gradients reach the embedding and the recurrent layer:",
+    model.embedding.weight.grad is not None and model.recurrent.weight.grad is not None,
+)
+final_weight = model.embedding.weight.detach()
+rescaled_later = []
+for t, weight_then in enumerate(clones):
+    rescaled_later.append((weight_then != final_weight).any(dim=1).nonzero().flatten().tolist())
+    print(f"step {t} scored against rows {rescaled_later[t]} before a later step rescaled them")
+assert rescaled_later[0] and not rescaled_later[2]
+
+# %% [markdown]
+# Whether that is what you want is a modelling choice.
+# Exercise 2 asks for the other one: every step scores against the weight with the rows of the whole sequence already rescaled, which is what the reorder of section 3 gives when you apply it to this loop.
+#
+# ## 5. `F.embedding(..., max_norm=...)` writes to the tensor you pass
+#
+# The functional form, `F.embedding` (`F` is `torch.nn.functional`), does the same to any tensor you give it.
+# Its source shows how: `torch.embedding_renorm_` on `weight.detach()`, which is why the write bypasses autograd's checks (and, on a leaf that requires grad, is allowed where `leaf.add_(1)` would be refused: notebook 02, section 3).
+
+# %%
+print(inspect.getsource(nn.functional._no_grad_embedding_renorm_))
+table = torch.tensor([[3.0, 4.0], [0.3, 0.4]])
+vectors = nn.functional.embedding(torch.tensor([0, 1]), table, max_norm=1.0)
+print("your table after the lookup:", table.tolist(), "| version:", table._version)
+assert table._version == 1 and torch.allclose(table[0], torch.tensor([0.6, 0.8]))
+
+leaf = torch.tensor([[3.0, 4.0]], requires_grad=True)
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    leaf.mul_(0.2)
+nn.functional.embedding(torch.tensor([0]), leaf, max_norm=1.0)  # the same rescaling, allowed
+print(
+    "leaf after nn.functional.embedding:",
+    leaf.detach().tolist(),
+    "| is_leaf:",
+    leaf.is_leaf,
+    "| version:",
+    leaf._version,
+)
+assert leaf._version == 1 and leaf.is_leaf
+
+# %% [markdown]
+# ### Exercise 2 — fix the tied-weight language model (3 points)
+#
+# Write `tied_rnn_logits(model, tokens)`: the logits of `TiedRNNLM.forward`, shape `(batch, seq, vocab)`, computed so that `backward()` works.
+# Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled, and only those rows, as `nn.Embedding` rescales them (the per-step `clone()` of section 4 gives other values: for the example below, its step-0 logits are printed under the model).
+# Look the rows up with `model.embedding` itself (or `F.embedding`), so that the gradients are the ones `nn.Embedding`'s lookup gives.
+# The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
+# For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`.
+# The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the `meta` device.
+
+
+# %%
+def q2_example_model(device: torch.device) -> TiedRNNLM:
+    """The model of Exercise 2's example: rows of norm 5, 0.5, 2 and 2; max_norm 1."""
+    model = TiedRNNLM(vocab=4, dim=2, max_norm=1.0).to(device)
+    with torch.no_grad():
+        model.embedding.weight.copy_(torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [1.2, 1.6]]))
+        model.recurrent.weight.copy_(torch.tensor([[0.5, 0.0], [0.0, 0.5]]))
+    return model
+
+
+with expect_error(RuntimeError, match="expected version"):
+    q2_example_model(torch.device("cpu"))(torch.tensor([[1, 0, 2]])).sum().backward()
+clone_logits, _ = cloned_forward(q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
+print("step 0 with the per-step clone() fix:", [round(v, 4) for v in clone_logits[0, 0].tolist()])
+print("step 0 that Exercise 2 asks for:      [0.4787, 0.2394, 0.3799, 0.9575]")
+
+
+# %% nbgrader={"grade_id": "q2-answer", "solution": true}
+def tied_rnn_logits(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
+    """Returns TiedRNNLM's logits with every row of tokens rescaled before any use of the weight.
+
+    Args:
+        model: A TiedRNNLM (its embedding has max_norm set).
+        tokens: Token ids, shape (batch, seq).
+
+    Returns:
+        The logits, shape (batch, seq, vocab), from which backward() reaches
+        model.embedding.weight and model.recurrent.weight.
+    """
+    ### BEGIN SOLUTION
+    embedded = model.embedding(tokens)  # the only write, before any use of the weight
+    h = embedded.new_zeros(tokens.shape[0], embedded.shape[-1])
+    logits = []
+    for t in range(tokens.shape[1]):
+        h = torch.tanh(embedded[:, t] + model.recurrent(h))
+        logits.append(h @ model.embedding.weight.T)
+    return torch.stack(logits, dim=1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
+"""Checks tied_rnn_logits: backward works, the logits and both weights' gradients, any device."""
+for device in devices():
+    model_q2 = q2_example_model(device)
+    logits_q2 = tied_rnn_logits(model_q2, torch.tensor([[1, 0, 2]], device=device))
+    assert tuple(logits_q2.shape) == (1, 3, 4), (
+        f"logits should have shape (1, 3, 4), got {tuple(logits_q2.shape)}"
+    )
+    expected_step0 = torch.tensor([[0.4787, 0.2394, 0.3799, 0.9575]], device=device)
+    assert torch.allclose(logits_q2[:, 0].detach(), expected_step0, atol=1e-4), (
+        f"the logits of step 0 should be {[round(v, 4) for v in expected_step0[0].tolist()]}, "
+        f"got {[round(v, 4) for v in logits_q2[0, 0].tolist()]}: use the weight with every row "
+        "of tokens rescaled before any use of it. " + explain("embedding-renorm-in-forward")
+    )
+    try:
+        logits_q2.sum().backward()
+    except RuntimeError as error:
+        raise AssertionError(
+            f"backward() through your logits failed: {str(error).splitlines()[0][:200]} "
+            + explain("embedding-renorm-in-forward")
+        ) from None
+    assert model_q2.embedding.weight.grad is not None, "no gradient reached the embedding"
+    assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
+on_meta(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
+### BEGIN HIDDEN TESTS
+import copy
+
+
+def _reference_tied_logits(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
+    """The intended logits, on the model given (a copy): renormalise, then max_norm=None."""
+    weight = model.embedding.weight
+    with torch.no_grad():
+        torch.embedding_renorm_(weight, tokens, model.embedding.max_norm, model.embedding.norm_type)
+    embedded = nn.functional.embedding(tokens, weight)
+    h = embedded.new_zeros(tokens.shape[0], embedded.shape[-1])
+    steps = []
+    for t in range(tokens.shape[1]):
+        h = torch.tanh(embedded[:, t] + model.recurrent(h))
+        steps.append(h @ weight.T)
+    return torch.stack(steps, dim=1)
+
+
+generator = torch.Generator().manual_seed(5)
+for device in devices():
+    for vocab, dim, batch, seq, max_norm, dtype in [
+        (7, 3, 2, 4, 1.0, torch.float32),
+        (9, 5, 3, 3, 1.5, torch.float64),
+        (5, 4, 1, 5, 0.8, torch.float32),
+    ]:
+        torch.manual_seed(int(torch.randint(1000, (1,), generator=generator)))
+        model_q2 = TiedRNNLM(vocab, dim, max_norm=max_norm).to(device, dtype)
+        with torch.no_grad():
+            model_q2.embedding.weight.mul_(1.5)  # most rows above max_norm
+        tokens_q2 = torch.randint(vocab, (batch, seq), generator=generator).to(device)
+        probe = torch.randn(batch, seq, vocab, generator=generator).to(device, dtype)
+        reference_model = copy.deepcopy(model_q2)
+        expected_logits = _reference_tied_logits(reference_model, tokens_q2)
+        (expected_logits * probe).sum().backward()
+
+        logits_q2 = tied_rnn_logits(model_q2, tokens_q2)
+        assert logits_q2.dtype == dtype, (
+            f"the logits should be {dtype}, like the model, got {logits_q2.dtype}"
+        )
+        assert torch.allclose(logits_q2.detach(), expected_logits.detach(), atol=1e-5), (
+            "the logits differ from those of the model with every row of tokens rescaled "
+            "before any use of the weight. " + explain("embedding-renorm-in-forward")
+        )
+        try:
+            (logits_q2 * probe).sum().backward()
+        except RuntimeError as error:
+            raise AssertionError(
+                f"backward() failed on a {vocab}-token model: {str(error).splitlines()[0][:200]} "
+                + explain("embedding-renorm-in-forward")
+            ) from None
+        assert_grad_close(
+            model_q2.embedding.weight.grad,
+            reference_model.embedding.weight.grad,
+            name="embedding.weight.grad",
+            atol=1e-5,
+        )
+        assert_grad_close(
+            model_q2.recurrent.weight.grad,
+            reference_model.recurrent.weight.grad,
+            name="recurrent.weight.grad",
+            atol=1e-5,
+        )
+    on_meta(tied_rnn_logits, TiedRNNLM(6, 3, max_norm=1.0), torch.tensor([[0, 5, 2], [1, 1, 4]]))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. The gradient through `max_norm`
+#
+# The rescaling runs under `no_grad`: autograd does not differentiate it.
+# For autograd, the rescaled rows are simply the rows of the weight, and the lookup copies the output's gradient into them.
+#
+# By hand, with the row `w = [3, 4]`, `max_norm = 1`, a lookup of `[0, 0]` and `loss = Σ out · v` for `v = [1, 2]`: each of the two looked-up copies passes `v` back, so `weight.grad[0] = 2v = [2, 4]`, whatever the rescaling did.
+# A *differentiable* rescaling, `out = w · max_norm / ‖w‖`, has another gradient: `2 (v / ‖w‖ − (v·w) w / ‖w‖³) = 2 ([0.2, 0.4] − 11 · [3, 4] / 125) = [−0.128, 0.096]`.
+
+# %%
+v = torch.tensor([1.0, 2.0])
+embedding = nn.Embedding.from_pretrained(torch.tensor([[3.0, 4.0]]), freeze=False, max_norm=1.0)
+(embedding(torch.tensor([0, 0])) * v).sum().backward()
+print(compare("weight.grad", embedding.weight.grad[0], torch.tensor([2.0, 4.0])))
+assert_grad_close(embedding.weight.grad[0], torch.tensor([2.0, 4.0]), name="weight.grad[0]")
+
+w = torch.tensor([3.0, 4.0], requires_grad=True)
+rescaled = w * (1.0 / w.norm())
+(2 * rescaled * v).sum().backward()
+print(compare("differentiable", w.grad, torch.tensor([-0.128, 0.096])))
+assert torch.allclose(w.grad, torch.tensor([-0.128, 0.096]))
+
+# %% [markdown]
+# So `max_norm` acts like a projection step between updates, not like a normalisation layer.
+# Exercise 3 asks for the lookup values without the write; the test accepts either gradient, as long as one reaches the weight.
+#
+# ### Exercise 3 — a max-norm lookup that never writes the weight (3 points)
+#
+# Write `max_norm_lookup(weight, indices, max_norm, norm_type=2.0)`: the values `nn.Embedding(max_norm=max_norm, norm_type=norm_type)` would return for `indices` (any shape; the result has shape `indices.shape + (dim,)`), **without writing to `weight`** (its values and its `_version` stay as they were).
+# A row whose `norm_type`-norm is above `max_norm` comes back rescaled to that norm; the others come back as they are (1e-5 is close enough, so the `1e-7` of section 1 does not matter).
+# A gradient must reach `weight` from the result, for the looked-up rows only.
+# For `weight = [[3, 4], [0.3, 0.4]]`, `indices = [0, 1, 0]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8]]`, and the weight still holds `[3, 4]`.
+# The result has the weight's dtype and device.
+
+
+# %% nbgrader={"grade_id": "q3-answer", "solution": true}
+def max_norm_lookup(
+    weight: torch.Tensor, indices: torch.Tensor, max_norm: float, norm_type: float = 2.0
+) -> torch.Tensor:
+    """Returns nn.Embedding(max_norm=...)'s lookup of indices, without writing to weight.
+
+    Args:
+        weight: The table, shape (num_embeddings, dim); may require grad.
+        indices: Row ids, any shape, int64.
+        max_norm: The largest norm a returned row may have.
+        norm_type: The p of the p-norm.
+
+    Returns:
+        The rows, shape indices.shape + (dim,), rescaled where their norm is above max_norm.
+    """
+    ### BEGIN SOLUTION
+    rows = weight[indices]  # a new tensor: gathering copies
+    norms = torch.linalg.vector_norm(rows, ord=norm_type, dim=-1, keepdim=True)
+    scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+    return rows * scale
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
+"""Checks max_norm_lookup: the values of nn.Embedding(max_norm), weight never written, gradient."""
+for device in devices():
+    weight_q3 = torch.tensor([[3.0, 4.0], [0.3, 0.4]], device=device, requires_grad=True)
+    rows_q3 = max_norm_lookup(weight_q3, torch.tensor([0, 1, 0], device=device), 1.0)
+    expected_rows = torch.tensor([[0.6, 0.8], [0.3, 0.4], [0.6, 0.8]], device=device)
+    assert torch.allclose(rows_q3.detach(), expected_rows, atol=1e-5), (
+        f"expected {expected_rows.tolist()}, got {rows_q3.tolist()}: rescale only the rows "
+        "above max_norm, to max_norm. " + explain("embedding-renorm-in-forward")
+    )
+    assert weight_q3._version == 0 and weight_q3.detach()[0].tolist() == [3.0, 4.0], (
+        "weight was written. " + explain("embedding-renorm-wrote-weight")
+    )
+    assert rows_q3.requires_grad, (
+        "the result does not require grad: no gradient can reach weight. "
+        + explain("grad-never-reached")
+    )
+    rows_q3.sum().backward()
+    assert weight_q3.grad is not None and weight_q3.grad.abs().sum() > 0, (
+        "no gradient reached weight. " + explain("grad-never-reached")
+    )
+on_meta(max_norm_lookup, torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2]), 1.0)
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(3)
+for device in devices():
+    for rows_count, dim, shape, max_norm, norm_type, dtype in [
+        (10, 4, (6,), 1.0, 2.0, torch.float32),
+        (8, 3, (2, 5), 1.5, 1.0, torch.float64),
+        (12, 6, (3, 4), 0.7, 3.0, torch.float32),
+    ]:
+        weight_values = torch.randn(rows_count, dim, generator=generator, dtype=dtype) * 1.2
+        weight_values[0] = 0.0  # a zero row: must come back as zeros
+        indices_q3 = torch.randint(rows_count, shape, generator=generator)
+        indices_q3[..., 0] = 0
+        reference_table = weight_values.clone()
+        expected_rows = nn.functional.embedding(
+            indices_q3, reference_table, max_norm=max_norm, norm_type=norm_type
+        )
+        rescaled = (expected_rows != weight_values[indices_q3]).any()
+        assert rescaled and (expected_rows == weight_values[indices_q3]).all(-1).any()  # both kinds
+
+        weight_q3 = weight_values.clone().to(device).requires_grad_(True)
+        rows_q3 = max_norm_lookup(weight_q3, indices_q3.to(device), max_norm, norm_type)
+        assert tuple(rows_q3.shape) == (*shape, dim), (
+            f"the result should have shape {(*shape, dim)}"
+        )
+        assert rows_q3.dtype == dtype, (
+            f"the result should be {dtype}, like weight, got {rows_q3.dtype}"
+        )
+        assert torch.allclose(rows_q3.detach().cpu(), expected_rows, atol=1e-5), (
+            f"the values differ from nn.Embedding(max_norm={max_norm}, norm_type={norm_type})'s: "
+            "rescale only the rows whose norm_type-norm is above max_norm. "
+            + explain("embedding-renorm-in-forward")
+        )
+        wrote_weight = explain("embedding-renorm-wrote-weight")
+        assert weight_q3._version == 0, f"weight._version moved: weight was written. {wrote_weight}"
+        assert torch.equal(weight_q3.detach().cpu(), weight_values), (
+            f"weight's values changed (a write hidden from _version?). {wrote_weight}"
+        )
+        probe = torch.randn(*shape, dim, generator=generator, dtype=dtype).to(device)
+        assert rows_q3.requires_grad is True, (
+            f"the result of max_norm_lookup(weight, indices of shape {shape}, ...) does not "
+            "require grad, so no gradient reaches weight. " + explain("grad-never-reached")
+        )
+        (rows_q3 * probe).sum().backward()
+        assert weight_q3.grad is not None, "no gradient reached weight. " + explain(
+            "grad-never-reached"
+        )
+        looked_up = torch.zeros(rows_count, dtype=torch.bool)
+        looked_up[indices_q3.flatten()] = True
+        reached = weight_q3.grad.detach().cpu().abs().sum(dim=1) > 0
+        assert torch.equal(reached[1:], looked_up[1:]), (
+            "the gradient should reach exactly the looked-up rows. " + explain("grad-never-reached")
+        )
+    on_meta(
+        max_norm_lookup, torch.randn(5, 2, dtype=torch.float64), torch.tensor([[1, 4]]), 0.5, 1.0
+    )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. Harm without an error
+#
+# The seed ends: "If you don't use embedding.weight outside of the normal forward pass, you don't need to worry about all this."
+# Not quite: section 4 failed inside a normal forward pass (a tied decoder), and below, harm comes with no other use of the weight at all.
+# Autograd only checks tensors a node saved.
+# Tensors outside any graph can change under you with no error at all.
+#
+# **A "frozen" pretrained table is rewritten, and so is your tensor.**
+# `from_pretrained` wraps the tensor you pass without copying it, and `freeze=True` only turns off `requires_grad`.
+# With `max_norm`, every lookup rescales your pretrained vectors in place, in training and in evaluation.
+
+# %%
+pretrained_vectors = torch.tensor([[3.0, 4.0], [0.3, 0.4]])  # say, loaded from a file
+frozen = nn.Embedding.from_pretrained(pretrained_vectors, freeze=True, max_norm=1.0)
+print(
+    "same memory:",
+    frozen.weight.data_ptr() == pretrained_vectors.data_ptr(),
+    "| requires_grad:",
+    frozen.weight.requires_grad,
+)
+with torch.no_grad():
+    frozen(torch.tensor([0]))
+print("your pretrained tensor now:", pretrained_vectors.tolist())
+assert torch.allclose(pretrained_vectors[0], torch.tensor([0.6, 0.8]))
+
+# %% [markdown]
+# **A snapshot taken with `.detach()` moves with the weight.**
+# To measure how much a pass changes the weights, a snapshot must own its memory.
+# `.detach()` shares it (and the counter), so the drift reads 0 although row 0 shrank from norm 5 to 1; `.clone()` sees it.
+
+# %%
+embedding = nn.Embedding.from_pretrained(
+    torch.tensor([[3.0, 4.0], [0.3, 0.4]]), freeze=False, max_norm=1.0
+)
+shared_snapshot = embedding.weight.detach()
+own_snapshot = embedding.weight.detach().clone()
+embedding(torch.tensor([0, 1]))
+drift_shared = (embedding.weight.detach() - shared_snapshot).norm().item()
+drift_own = (embedding.weight.detach() - own_snapshot).norm().item()
+print(f"drift seen by the .detach() snapshot: {drift_shared}")
+print(f"drift seen by the .clone() snapshot:  {drift_own:.3f}")
+assert drift_shared == 0.0 and abs(drift_own - 4.0) < 1e-5
+
+# %% [markdown]
+# A fix for both: copy what you want to keep (`from_pretrained(vectors.clone(), ...)`, `weight.detach().clone()`), or keep `max_norm` off and renormalise where you choose to.
+#
+# ### Exercise 4 — choose the fix (2 points)
+#
+# For each situation, choose one fix: `"reorder"` (call the embedding before any other use of the weight), `"clone"` (use `embedding.weight.clone()` where you use the weight directly), `"renorm_first"` (rescale the rows under `torch.no_grad()` yourself, then look up with `max_norm=None`), `"detach"` (use `embedding.weight.detach()` there), `"detach_clone"` (use `embedding.weight.detach().clone()` there) or `"no_grad"` (compute that use of the weight under `torch.no_grad()`).
+#
+# - `"A"`: the output layer must score against the rescaled rows the lookup returned, and the weight is too large to copy at every step.
+# - `"B"`: a regulariser must see the weight as it was *before* this batch's rescaling, and the lookup keeps `max_norm`.
+# - `"C"`: a library loss you cannot edit reads `embedding.weight` (and saves it for backward) before it calls the embedding, and every use must see the rescaled rows.
+# - `"D"`: before the lookup, a loss term scores the model's hidden state (which requires grad) against all rows, `hidden @ weight.T`; it must train the hidden state, send no gradient to the embedding, and `backward()` must work.
+#
+# Return a dict `{"A": ..., "B": ..., "C": ..., "D": ...}` from `choose_fixes()`.
+
+
+# %% nbgrader={"grade_id": "q4-answer", "solution": true}
+def choose_fixes() -> dict[str, str]:
+    """Returns the fix for each situation of Exercise 4.
+
+    Returns:
+        A dict mapping "A", "B", "C", "D" to one of "reorder", "clone",
+        "renorm_first", "detach", "detach_clone", "no_grad".
+    """
+    ### BEGIN SOLUTION
+    return {"A": "reorder", "B": "clone", "C": "renorm_first", "D": "detach_clone"}
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
+"""Checks choose_fixes() for the four situations of Exercise 4."""
+choices = choose_fixes()
+options = {"reorder", "clone", "renorm_first", "detach", "detach_clone", "no_grad"}
+assert isinstance(choices, dict) and set(choices) == {"A", "B", "C", "D"}, (
+    "choose_fixes() should return a dict with the keys A, B, C, D"
+)
+assert set(choices.values()) <= options, f"each choice should be one of {sorted(options)}"
+assert choices["A"] == "reorder", (
+    "A: only the reorder gives the rescaled rows without a copy (section 3). "
+    + explain("embedding-renorm-in-forward")
+)
+### BEGIN HIDDEN TESTS
+assert choices["B"] == "clone", (
+    "B: the values before the rescaling are only kept by a copy made before the lookup "
+    "(section 3). " + explain("embedding-renorm-in-forward")
+)
+assert choices["C"] == "renorm_first", (
+    "C: you cannot move the library's use, so rescale before it and keep max_norm out of "
+    "the lookup (section 3). " + explain("embedding-renorm-in-forward")
+)
+assert choices["D"] == "detach_clone", (
+    "D: .detach() shares the weight's version counter and is still saved for the hidden "
+    "state's gradient, so backward() still fails; no_grad cuts the hidden state's gradient "
+    "too; clone() sends a gradient to the embedding (section 3). "
+    + explain("embedding-renorm-in-forward")
+)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Situation D, live, with the four candidates that keep the term in the loss.
+# `.detach()` fails; `no_grad` leaves the hidden state without a gradient from the term; `clone()` trains the embedding through it (row 0, never looked up, gets a gradient); `.detach().clone()` does what D asks.
+
+
+# %%
+def situation_d(score) -> tuple[torch.Tensor, torch.Tensor]:
+    """Runs D's loss, its term computed by score(hidden, weight); returns (term, weight.grad)."""
+    torch.manual_seed(0)
+    embedding = nn.Embedding(5, 3, max_norm=1.0)
+    hidden = torch.randn(2, 3, requires_grad=True)
+    term = score(hidden, embedding.weight)
+    loss = term + (embedding(torch.tensor([1, 2])) * hidden).sum()
+    loss.backward()
+    return term, embedding.weight.grad
+
+
+def no_grad_score(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return (hidden @ weight.T).logsumexp(dim=1).sum()
+
+
+with expect_error(RuntimeError, match="is at version 2; expected version 1"):
+    situation_d(lambda hidden, weight: (hidden @ weight.detach().T).logsumexp(dim=1).sum())
+candidates = {
+    "no_grad": no_grad_score,
+    "clone": lambda hidden, weight: (hidden @ weight.clone().T).logsumexp(dim=1).sum(),
+    "detach_clone": lambda hidden, weight: (
+        (hidden @ weight.detach().clone().T).logsumexp(dim=1).sum()
+    ),
+}
+for name, score in candidates.items():
+    term, weight_grad = situation_d(score)
+    trains_hidden, trains_row_0 = term.requires_grad, bool(weight_grad[0].abs().sum() > 0)
+    print(
+        f"{name:12} | the term trains the hidden state: {trains_hidden!s:5} "
+        f"| row 0 (never looked up) gets a gradient: {trains_row_0}"
+    )
+    assert (trains_hidden, trains_row_0) == {
+        "no_grad": (False, False),
+        "clone": (True, True),
+        "detach_clone": (True, False),
+    }[name]
+
+# %% [markdown]
+# ## Summary
+#
+# - `nn.Embedding(max_norm=m)` rescales, in place, the rows it looks up whose `norm_type`-norm is above `m`, to just under `m`; other rows stay as they are.
+# - Every call bumps `weight._version` by one, even when no row changes, even under `no_grad`; a fresh module starts at version 1 (its `normal_` init).
+# - Any use of the weight saved for backward *before* a lookup (a tied output layer, a regulariser, a similarity) then fails at `backward()`; `diagnose` under `track_inplace()` names `embedding_renorm_` and the line.
+# - Fixes: reorder (free, uses the rescaled rows), `clone()` (a copy, uses the old rows), renormalise yourself under `no_grad` then `max_norm=None` (the rescaled rows). `.detach()` is no fix; `.detach().clone()` loses the gradient.
+# - The gradient through `max_norm` ignores the rescaling: it is a projection, not a layer.
+# - `F.embedding(..., max_norm=...)` and `from_pretrained(..., max_norm=...)` rewrite the tensor you pass, with no error; copy what you must keep.
