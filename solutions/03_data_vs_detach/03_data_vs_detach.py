@@ -19,6 +19,7 @@
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import functools
 import itertools
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -70,33 +71,20 @@ for name, view in {"out.data": via_data, "out.detach()": via_detach}.items():
 # `out.data` gets a counter of its own.
 # So a write through `.detach()` moves `out._version`; a write through `.data` does not.
 
+
 # %%
-print(
-    "start:                 out",
-    out._version,
-    "| data",
-    via_data._version,
-    "| detach",
-    via_detach._version,
-)
+def show_versions(when: str) -> None:
+    """Prints the three version counters."""
+    print(
+        f"{when:24} out {out._version} | .data {via_data._version} | .detach() {via_detach._version}"
+    )
+
+
+show_versions("start:")
 via_detach.mul_(1)  # a write that changes no value still counts
-print(
-    "after detach().mul_(1): out",
-    out._version,
-    "| data",
-    via_data._version,
-    "| detach",
-    via_detach._version,
-)
+show_versions("after detach().mul_(1):")
 via_data.mul_(1)
-print(
-    "after data.mul_(1):     out",
-    out._version,
-    "| data",
-    via_data._version,
-    "| detach",
-    via_detach._version,
-)
+show_versions("after data.mul_(1):")
 assert out._version == via_detach._version == 1  # the detach write was counted on out
 assert via_data._version == 1  # the data write moved only .data's own counter
 
@@ -154,8 +142,8 @@ print("a.grad:", a.grad)
 assert a.grad is None
 
 # %% [markdown]
-# An error is better than a wrong number: it stops you at the line that broke.
-# The fix is not to hide the write but to not overwrite what autograd saved: write to a copy.
+# An error is better than a wrong number: you learn that something is broken, and `diagnose` (below) finds the line.
+# The fix is not to hide the write but to leave alone what autograd saved: write to a copy.
 
 # %%
 a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -219,6 +207,11 @@ draw(loss_data, names={"a": a, "out": out_data})
 
 
 # %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    a.fill_(10.0)
+
+
 def set_to_ten(a: torch.Tensor, how: str) -> None:
     """Writes 10 into every element of the leaf a, in one of four ways."""
     if how == ".data":
@@ -280,7 +273,7 @@ a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
 with expect_error(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires grad"):
     a.numpy()
 array = a.detach().numpy()
-print(type(array).__name__, array, "| shares memory:", np.shares_memory(array, a.detach().numpy()))
+print(type(array).__name__, array, "| on the tensor's memory:", array.ctypes.data == a.data_ptr())
 assert array.ctypes.data == a.data_ptr()
 
 # %% [markdown]
@@ -448,14 +441,16 @@ print("under torch.no_grad(): output.grad_fn =", output.grad_fn)
 assert output.grad_fn is None
 
 # %% [markdown]
-# **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: it also skips version counting, so it is a little faster.
-# The price: tensors created inside it are *inference tensors*, and they may never enter autograd later.
+# **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: the tensors created inside it do not even keep a version counter.
+# The price: these *inference tensors* may never enter autograd later.
 
 # %%
 w = torch.ones(2, requires_grad=True)
 with torch.inference_mode():
     features = torch.ones(2) * 3
 print("features.is_inference():", features.is_inference())
+with expect_error(RuntimeError, match="Inference tensors do not track version counter"):
+    features._version
 with expect_error(RuntimeError, match="Inference tensors cannot be saved for backward"):
     (w * features).sum().backward()
 with torch.no_grad():
@@ -481,7 +476,7 @@ assert x.grad.item() == 3.0
 #
 # | job | today |
 # |---|---|
-# | update or initialise parameters in place | `with torch.no_grad():` (an optimiser, `nn.init`) |
+# | update or initialise parameters in place | `with torch.no_grad():` |
 # | evaluate, no gradients needed | `with torch.no_grad():` or `torch.inference_mode()` (plus `model.eval()` for dropout and batch norm) |
 # | log a value, use a value as a constant | `.detach()` (or `.item()` for one number) |
 # | anything | never `.data` |
@@ -489,7 +484,7 @@ assert x.grad.item() == 3.0
 # %% [markdown]
 # ## 6. Legacy idioms, as you meet them in old repositories
 #
-# Code written before PyTorch 0.4 (2018) still circulates in blog posts and repositories.
+# Code written before PyTorch 0.4 still circulates in blog posts and repositories.
 # Here is what each of its idioms does on torch 2.13.
 #
 # ### `Variable`
@@ -556,7 +551,11 @@ assert w.tolist() == [1.0, 2.0, 3.0]
 # %%
 with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
     value = float(loss)
-assert value == 14.0 and float(loss.detach()) == 14.0
+with warnings.catch_warnings(record=True) as again:
+    warnings.simplefilter("always")
+    float(loss)  # the same call a second time: no warning any more
+print("warnings the second time:", len(again))
+assert value == 14.0 and float(loss.detach()) == 14.0 and not again
 
 # %% [markdown]
 # ### `.data.cpu().numpy()` vs `.detach().cpu().numpy()`
@@ -580,13 +579,39 @@ for device in devices():
     assert on_tensor == (device.type == "cpu")
 
 # %% [markdown]
+# ### `p.data = new_values`
+# Old code loads or re-initialises a parameter by assigning to its `.data`.
+# That swaps in other memory, of any shape, and no counter moves: a `(2, 3)` weight silently becomes a vector of 5.
+# Under `torch.no_grad()`, `p.copy_(new_values)` writes into the parameter's own memory, checks the shape, and is counted.
+
+# %%
+p = nn.Parameter(torch.ones(2, 3))
+memory = p.data_ptr()
+p.data = torch.zeros(5)
+print(
+    f"after p.data = ...: shape {tuple(p.shape)}, version {p._version}, same memory {p.data_ptr() == memory}"
+)
+assert p.shape == (5,) and p._version == 0 and p.data_ptr() != memory
+
+p = nn.Parameter(torch.ones(2, 3))
+memory = p.data_ptr()
+with torch.no_grad(), expect_error(RuntimeError, match="must match the size of tensor"):
+    p.copy_(torch.zeros(5))
+with torch.no_grad():
+    p.copy_(torch.zeros(2, 3))
+print(
+    f"after p.copy_(...): shape {tuple(p.shape)}, version {p._version}, same memory {p.data_ptr() == memory}"
+)
+assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
+
+# %% [markdown]
 # | old code | today |
 # |---|---|
 # | `Variable(t)`, `Variable(t, requires_grad=True)` | `t`, `t.requires_grad_()` or `torch.tensor(..., requires_grad=True)` |
 # | `Variable(x, volatile=True)` | `with torch.no_grad():` (or `torch.inference_mode()`) |
 # | `loss.data[0]` | `loss.item()` |
 # | `t.data.cpu().numpy()` | `t.detach().cpu().numpy()` |
-# | `p.data -= lr * p.grad`, `p.data.normal_()` | under `torch.no_grad()`: `p -= lr * p.grad`, `nn.init.normal_(p)` |
+# | `p.data -= lr * p.grad`, `p.data.normal_()`, `p.data = new_values` | under `torch.no_grad()`: `p -= lr * p.grad`, `p.normal_()`, `p.copy_(new_values)` |
 
 # %% [markdown]
 # ### Exercise 2 — predictions and a loss from one sigmoid (3 points)
@@ -992,13 +1017,16 @@ for x, y in data[:3]:
     total_loss += loss
 names = {"total_loss": total_loss, **dict(net.named_parameters())}
 print("nodes below total_loss:", graph_size(total_loss, [*net.parameters(), *inputs])[0])
-assert diagnose(total_loss).findings[0].kind == "freed-saved-tensor"
 draw(total_loss, names=names)
 
 # %% [markdown]
-# `diagnose` agrees: calling `total_loss.backward()` would fail, since each step's `backward()` already freed what this graph needs.
+# Calling `total_loss.backward()` would fail, since each step's `backward()` already freed what this graph needs, and `diagnose` says so before you try.
 
 # %%
+freed = [
+    finding for finding in diagnose(total_loss).findings if finding.kind == "freed-saved-tensor"
+]
+print(f"diagnose: {len(freed)} saved tensors already freed, the first one by {freed[0].node}")
 with expect_error(RuntimeError, match="Trying to backward through the graph a second time"):
     total_loss.backward()
 
@@ -1006,7 +1034,8 @@ with expect_error(RuntimeError, match="Trying to backward through the graph a se
 # ### Exercise 4 — fix the training loop (3 points)
 #
 # This loop trains, returns the right number, and raises nothing.
-# It has two problems from this notebook: run the cell to see the first.
+# It has two problems from this notebook.
+# Run it: the parameters' versions show the first (the second is in section 7).
 
 
 # %%
@@ -1027,11 +1056,13 @@ def train_epoch_buggy(
 
 torch.manual_seed(0)
 buggy_model = nn.Linear(3, 1)
+versions_before = [p._version for p in buggy_model.parameters()]  # 1: nn.init wrote them once
+mean_loss = train_epoch_buggy(buggy_model, [(torch.randn(4, 3), torch.randn(4, 1))] * 5, lr=0.1)
+versions_after = [p._version for p in buggy_model.parameters()]
 print(
-    "mean loss:",
-    train_epoch_buggy(buggy_model, [(torch.randn(4, 3), torch.randn(4, 1))] * 5, lr=0.1),
+    f"mean loss: {mean_loss:.4f} | versions before: {versions_before}, after 5 updates: {versions_after}"
 )
-print("versions of the parameters after 5 steps:", [p._version for p in buggy_model.parameters()])
+assert versions_after == versions_before  # five updates, and autograd saw none of them
 
 # %% [markdown]
 # Write `train_epoch(model, batches, lr)`, a fixed copy.
