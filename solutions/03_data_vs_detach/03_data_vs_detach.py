@@ -17,9 +17,12 @@
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
+import copy
 import functools
 import itertools
 import warnings
+import weakref
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -76,7 +79,8 @@ for name, view in {"out.data": via_data, "out.detach()": via_detach}.items():
 def show_versions(when: str) -> None:
     """Prints the three version counters."""
     print(
-        f"{when:24} out {out._version} | .data {via_data._version} | .detach() {via_detach._version}"
+        f"{when:24} out {out._version} | .data {via_data._version} "
+        f"| .detach() {via_detach._version}"
     )
 
 
@@ -450,7 +454,7 @@ with torch.inference_mode():
     features = torch.ones(2) * 3
 print("features.is_inference():", features.is_inference())
 with expect_error(RuntimeError, match="Inference tensors do not track version counter"):
-    features._version
+    version = features._version
 with expect_error(RuntimeError, match="Inference tensors cannot be saved for backward"):
     (w * features).sum().backward()
 with torch.no_grad():
@@ -496,7 +500,8 @@ assert x.grad.item() == 3.0
 t = torch.ones(3)
 v = Variable(t)
 print(
-    f"type: {type(v).__name__} | same object: {v is t} | same memory: {v.data_ptr() == t.data_ptr()}"
+    f"type: {type(v).__name__} | same object: {v is t} "
+    f"| same memory: {v.data_ptr() == t.data_ptr()}"
 )
 print(f"isinstance(torch.ones(3), Variable): {isinstance(torch.ones(3), Variable)}")
 assert type(v) is torch.Tensor and v is not t and v.data_ptr() == t.data_ptr()
@@ -573,7 +578,8 @@ for device in devices():
     shares = [np.shares_memory(old, new), np.shares_memory(new, forced)]
     on_tensor = new.ctypes.data == w.data_ptr()
     print(
-        f"{device}: equal values {np.array_equal(old, new)} | share memory {shares} | array on the tensor's memory {on_tensor}"
+        f"{device}: equal values {np.array_equal(old, new)} | share memory {shares} "
+        f"| array on the tensor's memory {on_tensor}"
     )
     assert np.array_equal(old, new) and np.array_equal(new, forced)
     assert on_tensor == (device.type == "cpu")
@@ -589,7 +595,8 @@ p = nn.Parameter(torch.ones(2, 3))
 memory = p.data_ptr()
 p.data = torch.zeros(5)
 print(
-    f"after p.data = ...: shape {tuple(p.shape)}, version {p._version}, same memory {p.data_ptr() == memory}"
+    f"after p.data = ...: shape {tuple(p.shape)}, version {p._version}, "
+    f"same memory {p.data_ptr() == memory}"
 )
 assert p.shape == (5,) and p._version == 0 and p.data_ptr() != memory
 
@@ -600,7 +607,8 @@ with torch.no_grad(), expect_error(RuntimeError, match="must match the size of t
 with torch.no_grad():
     p.copy_(torch.zeros(2, 3))
 print(
-    f"after p.copy_(...): shape {tuple(p.shape)}, version {p._version}, same memory {p.data_ptr() == memory}"
+    f"after p.copy_(...): shape {tuple(p.shape)}, version {p._version}, "
+    f"same memory {p.data_ptr() == memory}"
 )
 assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
 
@@ -1057,7 +1065,8 @@ versions_before = [p._version for p in buggy_model.parameters()]  # 1: nn.init w
 mean_loss = train_epoch_buggy(buggy_model, [(torch.randn(4, 3), torch.randn(4, 1))] * 5, lr=0.1)
 versions_after = [p._version for p in buggy_model.parameters()]
 print(
-    f"mean loss: {mean_loss:.4f} | versions before: {versions_before}, after 5 updates: {versions_after}"
+    f"mean loss: {mean_loss:.4f} | versions before: {versions_before}, "
+    f"after 5 updates: {versions_after}"
 )
 assert versions_after == versions_before  # five updates, and autograd saw none of them
 
@@ -1102,9 +1111,6 @@ def train_epoch(
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
 """Checks train_epoch: the mean loss, the parameters, versions, and graphs kept across steps."""
-import copy
-import weakref
-from typing import ClassVar
 
 
 class StepGraph(torch.autograd.Function):
