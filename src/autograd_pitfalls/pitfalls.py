@@ -135,6 +135,22 @@ _ALL = (
         "weight[indices] out of place, or renormalise a clone.",
         "05_embedding_max_norm",
     ),
+    Pitfall(
+        "graph-kept-alive",
+        "a value kept after its step still holds its graph",
+        "`total_loss += loss`, `losses.append(loss)` or a result that still requires grad "
+        "keeps the whole graph behind it alive (and, where no backward() freed them, its "
+        "saved activations). Keep `loss.item()` or `loss.detach()` instead.",
+        "03_data_vs_detach",
+    ),
+    Pitfall(
+        "autograd-on-in-evaluation",
+        "autograd was on while evaluating",
+        "model.eval() only switches dropout and batch norm, and Variable(..., volatile=True) "
+        "does nothing since PyTorch 0.4: run the model under `with torch.no_grad():` or "
+        "`with torch.inference_mode():`.",
+        "03_data_vs_detach",
+    ),
 )
 
 PITFALLS: dict[str, Pitfall] = {pitfall.key: pitfall for pitfall in _ALL}

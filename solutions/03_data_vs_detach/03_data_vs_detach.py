@@ -1,0 +1,1235 @@
+# %% [markdown]
+# # 03 · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate
+#
+# Notebook 02 ended on a warning: a write through `.data` moves no version counter, so autograd cannot see it.
+# This notebook is about that gap, the one place where PyTorch gives no error at all and the gradient is silently wrong.
+#
+# **What you will learn**
+#
+# - what `.data` and `.detach()` have in common (memory, no `requires_grad`, no history), and the one thing that differs: the version counter;
+# - why a write through `.data` (or numpy) gives a wrong gradient with no error, where the same write through `.detach()` or under `no_grad` raises;
+# - that changing a leaf *before* it is used is harmless, and *after* it is used is not;
+# - which tool is for what today: `torch.no_grad()` and `torch.inference_mode()`, `.detach()`, and why `.data` is never the answer;
+# - what the legacy idioms of old repositories do on your PyTorch: `Variable`, `volatile=True`, `loss.data[0]`, `.item()`, `float(loss)`, `.data.cpu().numpy()`;
+# - why `total_loss += loss` keeps every step's graph alive, measured and plotted.
+#
+# Run the cells from top to bottom.
+# The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+
+# %% nbgrader={"grade_id": "setup", "locked": true}
+import copy
+import functools
+import itertools
+import warnings
+import weakref
+from typing import ClassVar
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch import nn
+from torch.autograd import Variable
+
+from autograd_pitfalls import (
+    assert_grad_close,
+    assert_is_leaf,
+    assert_version,
+    compare,
+    devices,
+    diagnose,
+    draw,
+    expect_error,
+    expect_warning,
+    explain,
+    on_meta,
+    track_inplace,
+)
+
+print(f"torch {torch.__version__} | numpy {np.__version__}")
+
+# %% [markdown]
+# ## 1. Two ways to take the values out of a graph
+#
+# Both `t.data` and `t.detach()` give a tensor with the values of `t` and without its history.
+# The old blog posts list what they share, and it is all true on torch 2.13:
+# the same memory as `t`, `requires_grad=False`, no `grad_fn`, and therefore a leaf.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+out = a.sigmoid()
+via_data = out.data
+via_detach = out.detach()
+for name, view in {"out.data": via_data, "out.detach()": via_detach}.items():
+    print(
+        f"{name:13} same memory: {view.data_ptr() == out.data_ptr()} | "
+        f"requires_grad: {view.requires_grad} | grad_fn: {view.grad_fn} | is_leaf: {view.is_leaf}"
+    )
+    assert view.data_ptr() == out.data_ptr()
+    assert not view.requires_grad and view.grad_fn is None and view.is_leaf
+
+# %% [markdown]
+# ## 2. The one difference: the version counter
+#
+# `out.detach()` shares the version counter of `out`, as a view does (notebook 02, section 2).
+# `out.data` gets a counter of its own.
+# So a write through `.detach()` moves `out._version`; a write through `.data` does not.
+
+
+# %%
+def show_versions(when: str) -> None:
+    """Prints the three version counters."""
+    print(
+        f"{when:24} out {out._version} | .data {via_data._version} "
+        f"| .detach() {via_detach._version}"
+    )
+
+
+show_versions("start:")
+via_detach.mul_(1)  # a write that changes no value still counts
+show_versions("after detach().mul_(1):")
+via_data.mul_(1)
+show_versions("after data.mul_(1):")
+assert out._version == via_detach._version == 1  # the detach write was counted on out
+assert via_data._version == 1  # the data write moved only .data's own counter
+
+# %% [markdown]
+# Autograd decides whether a saved tensor is still valid by its version alone.
+# That one difference decides whether a bad write is a loud error or a silent wrong gradient.
+
+# %% [markdown]
+# ## 3. The blog posts' sigmoid example, both ways (a worked example)
+#
+# `out = a.sigmoid()`, `loss = out.sum()`.
+# By hand, $\partial\,\text{loss} / \partial a_i = \sigma(a_i)\,(1 - \sigma(a_i))$.
+# `SigmoidBackward0` computes it from its saved **output** $s = \sigma(a)$, as $s\,(1 - s)$.
+# For $a = [1, 2, 3]$ that is about $[0.1966, 0.1050, 0.0452]$.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+true_grad = a.detach().sigmoid() * (1 - a.detach().sigmoid())  # derived by hand
+print("true gradient:", true_grad)
+
+# %% [markdown]
+# First through `.data`: zero the output in place, then call `backward()`.
+# The write is hidden from the counter, so `backward()` uses the zeros as $s$, and $0 \cdot (1 - 0) = 0$.
+# No error, no warning: just a gradient of zeros.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+out = a.sigmoid()
+c = out.data
+c.zero_()
+out.sum().backward()  # no error ...
+print("a.grad:", a.grad)
+print(compare("a.grad", a.grad, true_grad))  # ... and a wrong gradient
+assert torch.equal(a.grad, torch.zeros(3)) and not torch.allclose(a.grad, true_grad)
+
+# %% [markdown]
+# One of the seed notebooks shows this very cell failing with "Trying to backward through the graph a second time", under the comment "should raise, and does not".
+# That error has nothing to do with `.data`: it comes from running `backward()` a second time on the same `out`, as when a cell is run twice.
+
+# %%
+with expect_error(RuntimeError, match="Trying to backward through the graph a second time"):
+    out.sum().backward()
+
+# %% [markdown]
+# Now the same write through `.detach()`: `out` moves to version 1, and `backward()` refuses.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+out = a.sigmoid()
+c = out.detach()
+c.zero_()
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    out.sum().backward()
+print("a.grad:", a.grad)
+assert a.grad is None
+
+# %% [markdown]
+# An error is better than a wrong number: you learn that something is broken, and `diagnose` (below) finds the line.
+# The fix is not to hide the write but to leave alone what autograd saved: write to a copy.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+out = a.sigmoid()
+c = out.detach().clone()  # its own memory and counter
+c.zero_()
+out.sum().backward()
+print(compare("a.grad", a.grad, true_grad))
+assert torch.allclose(a.grad, true_grad)
+
+# %% [markdown]
+# ### What `draw` and `diagnose` see
+#
+# Run both writes inside `track_inplace()`, which records every in-place write with its line.
+# `diagnose` names the `.detach()` write: the node, the saved tensor, both versions and the line.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+with track_inplace() as log:
+    out_detach = a.sigmoid()
+    out_detach.detach().zero_()
+    out_data = a.sigmoid()
+    out_data.data.zero_()
+loss_detach, loss_data = out_detach.sum(), out_data.sum()
+report = diagnose(loss_detach, names={"a": a, "out": out_detach})
+print(report)
+[finding] = report.findings
+[detach_write] = [write for write in log.writes if write.location == finding.line]
+assert (finding.node, finding.saved, finding.name) == ("SigmoidBackward0", "result", "out")
+assert detach_write.code == "out_detach.detach().zero_()"
+
+# %% [markdown]
+# The drawing shows the saved output in red, with both versions and the line of the write.
+
+# %%
+draw(loss_detach, names={"a": a, "out": out_detach})
+
+# %% [markdown]
+# The `.data` write was made in the same block, and the log did record it.
+# But the counter of `out_data` did not move, so nothing ties that write to the tensor `SigmoidBackward0` saved.
+# `diagnose` finds nothing, and the drawing has no red: the graph looks healthy and `backward()` will give zeros.
+
+# %%
+print("writes recorded:", [write.code for write in log.writes])
+assert [write.code for write in log.writes] == [
+    "out_detach.detach().zero_()",
+    "out_data.data.zero_()",
+]
+assert out_data._version == 0
+assert not diagnose(loss_data)
+print(diagnose(loss_data, names={"a": a, "out": out_data}))
+draw(loss_data, names={"a": a, "out": out_data})
+
+# %% [markdown]
+# ## 4. Changing a leaf: before it is used, and after
+#
+# A leaf that requires grad refuses in-place writes (notebook 02), so old posts change its values through `.data`, `.detach()` or under `torch.no_grad()`.
+# *Before* the leaf is used, all three are harmless.
+# Here is the blog post's example: set `a` to 10 everywhere, then `loss = mean(a²)`.
+# By hand, $\partial\,\text{loss} / \partial a_i = 2 a_i / 4 = a_i / 2 = 5$.
+
+
+# %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    a.fill_(10.0)
+
+
+def set_to_ten(a: torch.Tensor, how: str) -> None:
+    """Writes 10 into every element of the leaf a, in one of four ways."""
+    if how == ".data":
+        a.data.fill_(10.0)
+    elif how == ".detach()":
+        a.detach().fill_(10.0)
+    elif how == "no_grad":
+        with torch.no_grad():
+            a[:] = 10.0
+    elif how == "numpy":
+        a.detach().numpy()[:] = 10.0  # the array shares the tensor's memory
+
+
+for how in [".data", ".detach()", "no_grad"]:
+    a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+    set_to_ten(a, how)  # before use
+    (a * a).mean().backward()
+    print(f"{how:10} a.grad: {a.grad} | still a leaf: {a.is_leaf} | version: {a._version}")
+    assert torch.equal(a.grad, torch.full((4,), 5.0)) and a.is_leaf
+
+# %% [markdown]
+# *After* the leaf is used, the same writes behave differently.
+# `MulBackward0` saved `a` for `a * a`; the gradient it should give is $a/2 = [5, 2.5, 1, 1.5]$, from the values the forward pass used.
+# A write through `.detach()` or under `no_grad` is counted, and `backward()` raises.
+# A write through `.data` is not counted: no error, and the gradient is computed from the new values.
+# A write through numpy, to the array `.detach().numpy()` returns, is just as invisible: numpy writes the memory directly.
+
+# %%
+outcome = {}
+for how in [".data", ".detach()", "no_grad", "numpy"]:
+    a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+    intended = a.detach() / 2  # by hand, from the values the forward pass uses
+    loss = (a * a).mean()
+    set_to_ten(a, how)  # after use
+    try:
+        loss.backward()
+        outcome[how] = "no error, " + ("correct" if torch.equal(a.grad, intended) else "WRONG")
+        print(f"{how:10} version {a._version} | {outcome[how]:17} | a.grad: {a.grad}")
+    except RuntimeError as error:
+        outcome[how] = "raises"
+        print(f"{how:10} version {a._version} | raises: {str(error)[:70]}...")
+assert outcome == {
+    ".data": "no error, WRONG",
+    ".detach()": "raises",
+    "no_grad": "raises",
+    "numpy": "no error, WRONG",
+}
+
+# %% [markdown]
+# So, plainly: **"no error" does not mean "correct gradient"**.
+# The blog post behind this notebook concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
+# That holds only for writes autograd can see; `.data` and numpy writes are exactly the ones it cannot.
+#
+# Even `numpy()` knows this: on a tensor that requires grad it refuses, and asks for `.detach()` first.
+# The detached array still shares the memory (writes through it are the numpy case above).
+
+# %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+with expect_error(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires grad"):
+    a.numpy()
+array = a.detach().numpy()
+print(type(array).__name__, array, "| on the tensor's memory:", array.ctypes.data == a.data_ptr())
+assert array.ctypes.data == a.data_ptr()
+
+# %% [markdown]
+# ### Exercise 1 — predict the outcome (2 points)
+#
+# Each snippet starts from `w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)` and ends with `loss.backward()`.
+# Read them without running them:
+#
+# ```python
+# # A
+# loss = (w * w).sum()
+# w.data.mul_(2)
+#
+# # B
+# loss = (w * w).sum()
+# with torch.no_grad():
+#     w.mul_(2)
+#
+# # C
+# w.detach().mul_(2)
+# loss = (w * w).sum()
+#
+# # D
+# loss = (w * 3).sum()
+# w.detach().mul_(2)
+#
+# # E
+# e = w.exp()
+# loss = e.sum()
+# e.detach().numpy()[:] = 0.0
+#
+# # F
+# loss = (w + 1).pow(2).sum()
+# w.data.mul_(2)
+# ```
+#
+# For each, predict what `loss.backward()` does: `"raises"` (a `RuntimeError`), `"wrong"` (no error, but `w.grad` differs from the gradient of `loss` at the values the forward pass used), or `"correct"`.
+# Return them from `predict_outcomes()` as a dict, for example `{"A": "correct", "B": "correct", ...}` with the six keys `"A"` to `"F"`.
+# Ask of each write: did it happen before or after the use, does autograd see it (section 2), and did any node save the tensor it wrote (notebook 02, section 5)?
+# The test runs the six snippets live and compares.
+
+
+# %% nbgrader={"grade_id": "q1-answer", "solution": true}
+def predict_outcomes() -> dict[str, str]:
+    """Returns your prediction for each snippet of Exercise 1.
+
+    Returns:
+        A dict from "A", ..., "F" to "raises", "wrong" or "correct".
+    """
+    ### BEGIN SOLUTION
+    return {
+        "A": "wrong",  # MulBackward0 saved w; the .data write is not counted
+        "B": "raises",  # the no_grad write is counted: version 1, expected 0
+        "C": "correct",  # before use: the forward pass uses the new values
+        "D": "correct",  # w * 3 saves no tensor of w: nothing to go stale
+        "E": "wrong",  # exp saves its output e; numpy zeroed it unseen
+        "F": "correct",  # pow saved w + 1, a new tensor; w itself is not saved
+    }
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
+"""Checks predict_outcomes() against the six snippets of Exercise 1, run live."""
+
+
+def run_snippet(key: str) -> str:
+    """Runs snippet `key`; returns what backward() did: raises, wrong or correct."""
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    if key == "A":
+        used = w.detach().clone()
+        loss = (w * w).sum()
+        w.data.mul_(2)
+        intended = 2 * used
+    elif key == "B":
+        used = w.detach().clone()
+        loss = (w * w).sum()
+        with torch.no_grad():
+            w.mul_(2)
+        intended = 2 * used
+    elif key == "C":
+        w.detach().mul_(2)
+        used = w.detach().clone()
+        loss = (w * w).sum()
+        intended = 2 * used
+    elif key == "D":
+        loss = (w * 3).sum()
+        w.detach().mul_(2)
+        intended = torch.full((3,), 3.0)
+    elif key == "E":
+        used = w.detach().clone()
+        e = w.exp()
+        loss = e.sum()
+        e.detach().numpy()[:] = 0.0
+        intended = used.exp()
+    else:
+        used = w.detach().clone()
+        loss = (w + 1).pow(2).sum()
+        w.data.mul_(2)
+        intended = 2 * (used + 1)
+    try:
+        loss.backward()
+    except RuntimeError:
+        return "raises"
+    return "correct" if torch.allclose(w.grad, intended) else "wrong"
+
+
+predictions = predict_outcomes()
+assert isinstance(predictions, dict), "predict_outcomes() should return a dict"
+assert set(predictions) == set("ABCDEF"), f"expected the keys A to F, got {sorted(predictions)}"
+for key, value in predictions.items():
+    assert value in ("raises", "wrong", "correct"), (
+        f"predictions[{key!r}] is {value!r}: use 'raises', 'wrong' or 'correct'"
+    )
+truth = {key: run_snippet(key) for key in "ABCDEF"}
+assert predictions["B"] == truth["B"], (
+    f"snippet B {truth['B']}, you predicted {predictions['B']!r}: a write under no_grad "
+    "moves the version counter, and w was saved by w * w (section 4)."
+)
+### BEGIN HIDDEN TESTS
+for key in "ACDEF":
+    if predictions[key] != truth[key]:
+        hint = (
+            "no error does not mean a correct gradient: .data and numpy writes are not counted. "
+            + explain("hidden-write")
+            if truth[key] == "wrong"
+            else "check whether a node saved the tensor that was written, and when."
+        )
+        raise AssertionError(
+            f"snippet {key}: backward() gives {truth[key]!r}, you predicted "
+            f"{predictions[key]!r}: {hint}"
+        )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. Which tool for which job, today
+#
+# **`torch.no_grad()`** turns recording off for a block.
+# Use it where you change parameters in place (initialisation, an optimiser step written by hand) and where you only evaluate.
+# Inside it nothing builds a graph, and in-place writes to leaves are allowed *and counted*.
+# By hand, one step of `w ← w − 0.1 · ∂ sum(w²)/∂w` from `w = [1, 1]` gives `1 − 0.1 · 2 = 0.8`.
+
+# %%
+w = torch.ones(2, requires_grad=True)
+(w * w).sum().backward()
+with torch.no_grad():
+    w -= 0.1 * w.grad  # allowed: nothing is recorded; counted: version 0 -> 1
+    evaluated = (w * w).sum()  # no graph
+print(f"w: {w} | version: {w._version} | evaluated.grad_fn: {evaluated.grad_fn}")
+assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w._version == 1 and w.is_leaf
+assert evaluated.grad_fn is None and not evaluated.requires_grad
+
+# %% [markdown]
+# `model.eval()` is not a replacement: it only switches layers such as dropout and batch norm to their evaluation behaviour.
+# Autograd still records everything.
+
+# %%
+model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+model.eval()
+output = model(torch.ones(1, 2))
+print("after model.eval(): output.grad_fn =", output.grad_fn)
+assert output.grad_fn is not None
+with torch.no_grad():
+    output = model(torch.ones(1, 2))
+print("under torch.no_grad(): output.grad_fn =", output.grad_fn)
+assert output.grad_fn is None
+
+# %% [markdown]
+# **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: the tensors created inside it do not even keep a version counter.
+# The price: these *inference tensors* may never enter autograd later.
+
+# %%
+w = torch.ones(2, requires_grad=True)
+with torch.inference_mode():
+    features = torch.ones(2) * 3
+print("features.is_inference():", features.is_inference())
+with expect_error(RuntimeError, match="Inference tensors do not track version counter"):
+    version = features._version
+with expect_error(RuntimeError, match="Inference tensors cannot be saved for backward"):
+    (w * features).sum().backward()
+with torch.no_grad():
+    features = torch.ones(2) * 3  # a normal tensor
+(w * features).sum().backward()
+print("made under no_grad instead: w.grad =", w.grad)
+assert torch.equal(w.grad, torch.full((2,), 3.0))
+
+# %% [markdown]
+# **`.detach()`** cuts *one* tensor out of a graph that is still being built: for logging a value, for a target that must be treated as a constant, for a branch you do not want to differentiate through.
+# Take $y = x \cdot \text{stop}(x)$ with $x = 3$: the detached factor is a constant $c = 3$, so $\partial y / \partial x = c = 3$, not $2x = 6$.
+
+# %%
+x = torch.tensor(3.0, requires_grad=True)
+(x * x.detach()).backward()
+print(compare("x.grad", x.grad, torch.tensor(3.0)))
+assert x.grad.item() == 3.0
+
+# %% [markdown]
+# **`.data`**: nothing in new code needs it.
+# To read values, `.detach()` gives the same tensor with the counter kept honest.
+# To write values, `torch.no_grad()` keeps the tensor's identity and lets autograd see the write.
+#
+# | job | today |
+# |---|---|
+# | update or initialise parameters in place | `with torch.no_grad():` |
+# | evaluate, no gradients needed | `with torch.no_grad():` or `torch.inference_mode()` (plus `model.eval()` for dropout and batch norm) |
+# | log a value, use a value as a constant | `.detach()` (or `.item()` for one number) |
+# | anything | never `.data` |
+
+# %% [markdown]
+# ## 6. Legacy idioms, as you meet them in old repositories
+#
+# Code written before PyTorch 0.4 still circulates in blog posts and repositories.
+# Here is what each of its idioms does on torch 2.13.
+#
+# ### `Variable`
+# `torch.autograd.Variable` used to be a wrapper that added autograd to a tensor.
+# Since 0.4 they are one class: `Variable(t)` returns a plain `torch.Tensor`, a new object on the same memory, and every tensor passes `isinstance(t, Variable)`.
+# `Variable(t, requires_grad=True)` is a leaf that requires grad, still on `t`'s memory.
+
+# %%
+t = torch.ones(3)
+v = Variable(t)
+print(
+    f"type: {type(v).__name__} | same object: {v is t} "
+    f"| same memory: {v.data_ptr() == t.data_ptr()}"
+)
+print(f"isinstance(torch.ones(3), Variable): {isinstance(torch.ones(3), Variable)}")
+assert type(v) is torch.Tensor and v is not t and v.data_ptr() == t.data_ptr()
+leaf = Variable(t, requires_grad=True)
+print(
+    f"Variable(t, requires_grad=True): is_leaf={leaf.is_leaf}, requires_grad={leaf.requires_grad}"
+)
+assert leaf.is_leaf and leaf.requires_grad and leaf.data_ptr() == t.data_ptr()
+
+# %% [markdown]
+# `Variable(x, volatile=True)` once meant "build no graph from here".
+# Today it warns and does nothing: the graph is built anyway.
+# The warning says what to write instead.
+
+# %%
+w = torch.ones(3, requires_grad=True)
+with expect_warning(UserWarning, match="volatile was removed and now has no effect"):
+    x = Variable(torch.ones(3), volatile=True)
+y = w * x
+print("y.grad_fn:", y.grad_fn, "<- a graph was built")
+assert y.grad_fn is not None
+
+# %% [markdown]
+# ### `loss.data[0]`, `loss.item()`, `tolist()`, `float(loss)`
+# Before 0.4 a loss had shape `(1,)`, and old loops read it with `loss.data[0]`.
+# A loss is now 0-dimensional, and indexing it fails; the error says what to use.
+
+# %%
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+loss = (w * w).sum()  # 0-dimensional: shape ()
+print("loss.shape:", tuple(loss.shape))
+with expect_error(IndexError, match="invalid index of a 0-dim tensor. Use `tensor.item\\(\\)`"):
+    loss.data[0]
+
+# %% [markdown]
+# `loss.item()` returns one Python number, with no graph and no tensor behind it.
+# For a tensor of several elements `.item()` fails; `tolist()` gives Python numbers for all of them.
+
+# %%
+value = loss.item()
+print(f"loss.item() = {value!r} ({type(value).__name__})")
+assert type(value) is float and value == 14.0
+with expect_error(RuntimeError, match="a Tensor with 3 elements cannot be converted to Scalar"):
+    w.item()
+print("w.tolist() =", w.tolist())
+assert w.tolist() == [1.0, 2.0, 3.0]
+
+# %% [markdown]
+# `float(loss)` gives the same number, but on torch 2.13 it warns when `loss` requires grad (PyTorch prints this warning once per process).
+# `.item()`, or `float(loss.detach())`, says that you meant to leave the graph.
+
+# %%
+with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+    value = float(loss)
+with warnings.catch_warnings(record=True) as again:
+    warnings.simplefilter("always")
+    float(loss)  # the same call a second time: no warning any more
+print("warnings the second time:", len(again))
+assert value == 14.0 and float(loss.detach()) == 14.0 and not again
+
+# %% [markdown]
+# ### `.data.cpu().numpy()` vs `.detach().cpu().numpy()`
+# Both give the same values and neither builds a graph.
+# On the CPU, `.cpu()` returns the tensor itself, so both arrays share the tensor's memory; on a GPU, `.cpu()` copies (this cell checks that too when a GPU is present).
+# A write into the array is a numpy write, invisible to autograd (section 4), whichever way you got it.
+# So prefer `.detach().cpu().numpy()` (or `t.numpy(force=True)`, which does the same) for the reason of section 2, and `.item()` or `.tolist()` when you only log numbers.
+
+# %%
+for device in devices():
+    w = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    old = w.data.cpu().numpy()
+    new = w.detach().cpu().numpy()
+    forced = w.numpy(force=True)
+    shares = [np.shares_memory(old, new), np.shares_memory(new, forced)]
+    on_tensor = new.ctypes.data == w.data_ptr()
+    print(
+        f"{device}: equal values {np.array_equal(old, new)} | share memory {shares} "
+        f"| array on the tensor's memory {on_tensor}"
+    )
+    assert np.array_equal(old, new) and np.array_equal(new, forced)
+    assert on_tensor == (device.type == "cpu")
+
+# %% [markdown]
+# ### `p.data = new_values`
+# Old code loads or re-initialises a parameter by assigning to its `.data`.
+# That swaps in other memory, of any shape, and no counter moves: a `(2, 3)` weight silently becomes a vector of 5.
+# Under `torch.no_grad()`, `p.copy_(new_values)` writes into the parameter's own memory, checks the shape, and is counted.
+
+# %%
+p = nn.Parameter(torch.ones(2, 3))
+memory = p.data_ptr()
+p.data = torch.zeros(5)
+print(
+    f"after p.data = ...: shape {tuple(p.shape)}, version {p._version}, "
+    f"same memory {p.data_ptr() == memory}"
+)
+assert p.shape == (5,) and p._version == 0 and p.data_ptr() != memory
+
+p = nn.Parameter(torch.ones(2, 3))
+memory = p.data_ptr()
+with torch.no_grad(), expect_error(RuntimeError, match="must match the size of tensor"):
+    p.copy_(torch.zeros(5))
+with torch.no_grad():
+    p.copy_(torch.zeros(2, 3))
+print(
+    f"after p.copy_(...): shape {tuple(p.shape)}, version {p._version}, "
+    f"same memory {p.data_ptr() == memory}"
+)
+assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
+
+# %% [markdown]
+# | old code | today |
+# |---|---|
+# | `Variable(t)`, `Variable(t, requires_grad=True)` | `t`, `t.requires_grad_()` or `torch.tensor(..., requires_grad=True)` |
+# | `Variable(x, volatile=True)` | `with torch.no_grad():` (or `torch.inference_mode()`) |
+# | `loss.data[0]` | `loss.item()` |
+# | `t.data.cpu().numpy()` | `t.detach().cpu().numpy()` |
+# | `p.data -= lr * p.grad`, `p.data.normal_()`, `p.data = new_values` | under `torch.no_grad()`: `p -= lr * p.grad`, `p.normal_()`, `p.copy_(new_values)` |
+
+# %% [markdown]
+# ### Exercise 2 — predictions and a loss from one sigmoid (3 points)
+#
+# Write `loss_and_predictions(logits, targets)`.
+# With `probs = sigmoid(logits)`, return:
+# - `loss = mean((probs - targets) ** 2)`, a 0-dimensional tensor with its graph, so that the caller can call `loss.backward()`;
+# - `predictions`: `1.0` where `probs > 0.5` and `0.0` elsewhere, same shape, dtype and device as `logits`, carrying no graph (`requires_grad` False).
+#
+# By hand, with $n$ elements, $\partial\,\text{loss} / \partial\,\text{logits} = 2\,(p - t)\,p\,(1 - p) / n$.
+# For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
+# The tests call `loss.backward()` and compare `logits.grad` with that formula.
+# A tempting shortcut is to round `probs` in place to get the predictions: section 3 shows what that does, with and without `.data`.
+# The tests also call your function on tensors of the `meta` device (no values, but shapes and autograd), as a stand-in for a GPU.
+
+
+# %% nbgrader={"grade_id": "q2-answer", "solution": true}
+def loss_and_predictions(
+    logits: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns mean((sigmoid(logits) - targets) ** 2) and the 0/1 predictions.
+
+    Args:
+        logits: Any shape; usually a leaf that requires grad.
+        targets: Same shape as logits, values in [0, 1].
+
+    Returns:
+        (loss, predictions): loss is 0-dimensional and differentiable; predictions holds
+        1.0 where sigmoid(logits) > 0.5, else 0.0, like logits (shape, dtype, device),
+        without a graph.
+    """
+    ### BEGIN SOLUTION
+    probs = logits.sigmoid()
+    loss = ((probs - targets) ** 2).mean()
+    predictions = (probs.detach() > 0.5).to(logits.dtype)  # a new tensor: probs stays as saved
+    return loss, predictions
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
+"""Checks loss_and_predictions: loss, logits.grad against the hand-derived gradient, predictions."""
+
+
+def hand_gradient(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """d mean((sigmoid(l) - t) ** 2) / dl, derived by hand: 2 (p - t) p (1 - p) / n."""
+    p = logits.detach().sigmoid()
+    return 2 * (p - targets) * p * (1 - p) / p.numel()
+
+
+def backward_or_explain(loss: torch.Tensor) -> None:
+    """Calls loss.backward(); a version error becomes a failure that names the pitfall."""
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        if "inplace operation" not in str(error):
+            raise
+        raise AssertionError(
+            f"loss.backward() raised: {error}\n" + explain("stale-saved-tensor")
+        ) from None
+
+
+for device in devices():
+    logits = torch.tensor([2.0, -1.0, 0.5], device=device, requires_grad=True)
+    targets = torch.tensor([1.0, 0.0, 0.0], device=device)
+    loss, predictions = loss_and_predictions(logits, targets)
+    assert loss.shape == (), f"loss should be 0-dimensional, got shape {tuple(loss.shape)}"
+    assert abs(loss.item() - 0.15801) < 1e-4, f"loss should be about 0.1580, got {loss.item()}"
+    assert loss.requires_grad, "loss should carry its graph, so that loss.backward() works"
+    backward_or_explain(loss)
+    assert_grad_close(logits.grad, hand_gradient(logits, targets), name="logits.grad")
+    assert not predictions.requires_grad, "predictions should carry no graph. " + explain(
+        "graph-kept-alive"
+    )
+    assert torch.equal(predictions, torch.tensor([1.0, 0.0, 1.0], device=device)), (
+        f"predictions should be [1, 0, 1], got {predictions.tolist()}"
+    )
+meta_loss, meta_predictions = on_meta(
+    loss_and_predictions,
+    torch.zeros(3, requires_grad=True),
+    torch.zeros(3),
+    name="loss_and_predictions(...)",
+)
+assert meta_loss.requires_grad and not meta_predictions.requires_grad
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(3)
+for device in devices():
+    for shape, dtype in [
+        ((4, 5), torch.float32),
+        ((7,), torch.float64),
+        ((2, 3, 2), torch.float32),
+    ]:
+        start = (3 * torch.randn(shape, generator=generator)).to(device, dtype)
+        targets = torch.rand(shape, generator=generator).to(device, dtype)
+        logits = start.clone().requires_grad_(True)
+        loss, predictions = loss_and_predictions(logits, targets)
+        expected_loss = ((start.sigmoid() - targets) ** 2).mean()
+        assert torch.allclose(loss.detach(), expected_loss, atol=1e-6), (
+            "loss should be mean((sigmoid(logits) - targets) ** 2)"
+        )
+        backward_or_explain(loss)
+        assert_grad_close(logits.grad, hand_gradient(start, targets), name="logits.grad", atol=1e-6)
+        assert torch.equal(logits.detach(), start), "logits itself should not change"
+        assert_is_leaf(logits, name="logits")
+        assert not predictions.requires_grad and predictions.grad_fn is None, (
+            "predictions should carry no graph. " + explain("graph-kept-alive")
+        )
+        assert predictions.dtype == dtype and predictions.device.type == device.type, (
+            f"predictions should be {dtype} on {device}, like logits; got "
+            f"{predictions.dtype} on {predictions.device}"
+        )
+        assert torch.equal(predictions, (start.sigmoid() > 0.5).to(dtype)), (
+            "predictions should be 1.0 where sigmoid(logits) > 0.5, else 0.0"
+        )
+meta_dtype = on_meta(
+    loss_and_predictions,
+    torch.zeros(2, 3, dtype=torch.float64, requires_grad=True),
+    torch.zeros(2, 3, dtype=torch.float64),
+    name="loss_and_predictions(...)",
+)[1].dtype
+assert meta_dtype == torch.float64, "predictions should have the dtype of logits"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 3 — bring a legacy evaluation loop up to date (2 points)
+#
+# This evaluation loop was written for PyTorch 0.3.
+# It is still found in repositories; run the cell to see what it does on yours.
+
+
+# %%
+def evaluate_legacy(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """Legacy: the mean over batches of mean((model(x) - y) ** 2), written for PyTorch 0.3."""
+    model.eval()
+    total_loss = 0
+    for x, y in batches:
+        x = Variable(x, volatile=True)
+        y = Variable(y, volatile=True)
+        output = model(x)
+        loss = ((output - y) ** 2).mean()
+        total_loss += loss.data[0]
+    return total_loss / len(batches)
+
+
+torch.manual_seed(0)
+legacy_model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 1))
+legacy_batches = [(torch.randn(5, 3), torch.randn(5, 1)) for _ in range(2)]
+with (
+    expect_warning(UserWarning, match="volatile was removed"),
+    expect_error(IndexError, match="invalid index of a 0-dim tensor"),
+):
+    evaluate_legacy(legacy_model, legacy_batches)
+
+# %% [markdown]
+# Write `evaluate(model, batches)` in today's PyTorch: the same computation, with every legacy idiom replaced.
+# It puts `model` in evaluation mode, as the original does (the tests' model has dropout), runs it once per batch with autograd **off** (the tests check that no graph is recorded while `model` runs), and returns the mean over batches of `mean((model(x) - y) ** 2)` as a Python `float`.
+# For `nn.Linear(1, 1)` with weight 2 and bias 0, and the one batch `x = [[1], [2]]`, `y = [[1], [1]]`: the outputs are `[2, 4]` and the result is `(1 + 9) / 2 = 5.0`.
+# Section 5 says which switch turns autograd off, and which one does not.
+
+
+# %% nbgrader={"grade_id": "q3-answer", "solution": true}
+def evaluate(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """Returns the mean over batches of mean((model(x) - y) ** 2), without building a graph.
+
+    Args:
+        model: The model; put in evaluation mode.
+        batches: A list of (x, y) pairs.
+
+    Returns:
+        The mean loss, a Python float.
+    """
+    ### BEGIN SOLUTION
+    model.eval()
+    total_loss = 0.0
+    with torch.no_grad():
+        for x, y in batches:
+            loss = ((model(x) - y) ** 2).mean()
+            total_loss += loss.item()
+    return total_loss / len(batches)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 2}
+"""Checks evaluate: the value, a Python float, eval mode, autograd off while the model runs."""
+
+
+class WatchedModel(nn.Module):
+    """Linear, dropout, linear; records whether autograd was on at each call."""
+
+    def __init__(self, n_in: int, hidden: int) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(n_in, hidden), nn.Dropout(0.5), nn.Linear(hidden, 1))
+        self.grad_enabled_at_call: list[bool] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.grad_enabled_at_call.append(torch.is_grad_enabled())
+        return self.layers(x)
+
+
+def check_no_graph(model: WatchedModel, n_batches: int) -> None:
+    """Asserts one call per batch, each with autograd off."""
+    calls = model.grad_enabled_at_call
+    assert len(calls) == n_batches, f"model ran {len(calls)} times for {n_batches} batches"
+    assert not any(calls), "autograd was on while the model ran, so a graph was built. " + explain(
+        "autograd-on-in-evaluation"
+    )
+
+
+for device in devices():
+    line = nn.Linear(1, 1).to(device)
+    with torch.no_grad():
+        line.weight.fill_(2.0)
+        line.bias.zero_()
+    example = [
+        (torch.tensor([[1.0], [2.0]], device=device), torch.tensor([[1.0], [1.0]], device=device))
+    ]
+    result = evaluate(line, example)
+    assert type(result) is float, (
+        f"evaluate should return a Python float, got {type(result).__name__}"
+    )
+    assert abs(result - 5.0) < 1e-6, f"evaluate should return 5.0 here, got {result}"
+
+    torch.manual_seed(1)
+    model = WatchedModel(3, 8).to(device)
+    batches = [
+        (torch.randn(4, 3, device=device), torch.randn(4, 1, device=device)) for _ in range(3)
+    ]
+    result = evaluate(model, batches)
+    check_no_graph(model, len(batches))
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(33)
+for device in devices():
+    for n_batches, n_in in [(4, 3), (2, 6), (5, 1)]:
+        torch.manual_seed(n_batches)
+        model = WatchedModel(n_in, 16).to(device)
+        batches = [
+            (
+                torch.randn(6, n_in, generator=generator).to(device),
+                torch.randn(6, 1, generator=generator).to(device),
+            )
+            for _ in range(n_batches)
+        ]
+        model.train()
+        result = evaluate(model, batches)
+        check_no_graph(model, n_batches)
+        assert type(result) is float, (
+            f"evaluate should return a Python float, got {type(result).__name__}"
+        )
+        model.layers.eval()  # the reference: dropout off
+        expected = sum(((model.layers(x) - y) ** 2).mean().item() for x, y in batches) / n_batches
+        assert abs(result - expected) < 1e-5, (
+            f"evaluate returned {result}, expected {expected}: is the model in evaluation "
+            "mode (dropout off), and is the result the mean over batches?"
+        )
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. `total_loss += loss` keeps every step's graph alive
+#
+# The second seed post warns that accumulating the loss as a tensor keeps each step's graph alive, and it shows the culprit as `total_loss += loss.data[0]`.
+# That example is wrong on torch 2.x twice over.
+# `loss.data[0]` raises, as section 6 showed.
+# And `.data` has no history, so even `total_loss += loss.data` keeps no graph.
+# The line that keeps the graph is `total_loss += loss`, without anything in between.
+
+# %%
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+accumulate = {
+    "loss": lambda loss: loss,
+    "loss.data": lambda loss: loss.data,
+    "loss.detach()": lambda loss: loss.detach(),
+    "loss.item()": lambda loss: loss.item(),
+}
+for expression, take in accumulate.items():
+    total_loss = 0.0
+    for _ in range(3):
+        loss = (w * w).sum()
+        total_loss += take(loss)
+    kept = isinstance(total_loss, torch.Tensor) and total_loss.grad_fn is not None
+    print(f"total_loss += {expression:14} -> {type(total_loss).__name__:6} | keeps a graph: {kept}")
+    assert kept == (expression == "loss")
+
+# %% [markdown]
+# How much does it keep?
+# To measure it, walk the graph below `total_loss` through `grad_fn.next_functions`, as `backward()` would.
+# Count the nodes, and add up the bytes of the tensors they saved for backward and still hold.
+# A saved tensor already freed by `backward()` raises when read: it holds nothing.
+# Tensors that are kept anyway (the parameters, the data) are not counted.
+
+
+# %%
+@functools.cache
+def saved_attributes(node_type: type) -> list[str]:
+    """The `_saved_*` attributes of a kind of node, e.g. `_saved_self` for MulBackward0."""
+    return [name for name in dir(node_type) if name.startswith("_saved_")]
+
+
+def graph_size(total: float | torch.Tensor, kept_anyway: list[torch.Tensor]) -> tuple[int, int]:
+    """Returns (nodes, bytes of saved tensors held only by the graph) below total."""
+    if not isinstance(total, torch.Tensor) or total.grad_fn is None:
+        return 0, 0
+    kept_memory = {t.data_ptr() for t in kept_anyway}
+    seen, stack, held = set(), [total.grad_fn], {}
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+        for attribute in saved_attributes(type(node)):
+            try:
+                saved = getattr(node, attribute)
+            except RuntimeError:  # freed by an earlier backward()
+                continue
+            if isinstance(saved, torch.Tensor) and saved.data_ptr() not in kept_memory:
+                storage = saved.untyped_storage()
+                held[storage.data_ptr()] = storage.nbytes()
+    return len(seen), sum(held.values())
+
+
+# %% [markdown]
+# Now a small training loop, 30 steps of SGD on a two-layer network, run three times: accumulating `loss`, `loss.item()` and `loss.detach()`.
+# Then the same three for an evaluation loop that forgot `torch.no_grad()`: no `backward()` there.
+
+# %%
+torch.manual_seed(0)
+data = [(torch.randn(16, 4), torch.randn(16, 1)) for _ in range(30)]  # batches of 16
+inputs = [x for x, _ in data]
+ways = {
+    "+= loss": lambda loss: loss,
+    "+= loss.item()": lambda loss: loss.item(),
+    "+= loss.detach()": lambda loss: loss.detach(),
+}
+nodes, held = {}, {}
+for training in (True, False):
+    for way, take in ways.items():
+        torch.manual_seed(1)
+        net = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
+        total_loss, sizes = 0.0, []
+        for x, y in data:
+            loss = ((net(x) - y) ** 2).mean()
+            if training:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total_loss += take(loss)
+            sizes.append(graph_size(total_loss, [*net.parameters(), *inputs]))
+        nodes[training, way] = [n for n, _ in sizes]
+        held[training, way] = [b for _, b in sizes]
+        print(
+            f"{'training' if training else 'evaluation':10} {way:17} after 30 steps: "
+            f"{nodes[training, way][-1]:3} nodes, {held[training, way][-1]:6} bytes held"
+        )
+for training in (True, False):
+    growth = nodes[training, "+= loss"]
+    assert growth[0] > 0 and len({b - a for a, b in itertools.pairwise(growth)}) == 1  # linear
+    assert nodes[training, "+= loss.item()"] == nodes[training, "+= loss.detach()"] == [0] * 30
+assert held[True, "+= loss"] == [0] * 30  # backward() freed what each step saved
+per_step = 16 * 16 * 4 + 16 * 1 * 4  # float32 bytes: tanh's output (16, 16), pow's input (16, 1)
+assert held[False, "+= loss"] == [per_step * step for step in range(1, 31)]  # nothing frees it
+
+# %%
+figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
+steps = range(1, 31)
+styles = {"+= loss": "-", "+= loss.item()": "--", "+= loss.detach()": ":"}  # the last two overlap
+for way in ways:
+    left.plot(steps, nodes[True, way], styles[way], marker=".", label=way)
+    right.plot(steps, held[False, way], styles[way], marker=".", label=way)
+left.set(title="training loop: graph nodes kept by total_loss", xlabel="step", ylabel="nodes")
+right.set(
+    title="evaluation loop without no_grad: saved tensors kept",
+    xlabel="step",
+    ylabel="bytes held",
+)
+left.legend()
+right.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Read the two plots together.
+# In both loops, `total_loss += loss` keeps every step's graph: the node count grows by the same amount each step, without end.
+# In the training loop each `backward()` has already freed the tensors its step saved, so what piles up is the nodes themselves (small, but never released, and every step's graph is now chained to the next).
+# In an evaluation loop nothing frees them: every step's activations stay in memory, 1,088 bytes a step here (the (16, 16) output of `tanh` and the (16, 1) difference that `** 2` saved, in float32).
+# That grows with the batch and the model, and it never stops growing: with real activations, this is how an evaluation runs out of memory.
+# `loss.item()` and `loss.detach()` keep nothing (both curves lie at 0).
+#
+# The drawing shows the chain after three training steps: one `AddBackward0` per step, each holding a whole step's graph, with the saved tensors already freed by `backward()` (grey).
+
+# %%
+torch.manual_seed(1)
+net = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
+total_loss = 0.0
+for x, y in data[:3]:
+    loss = ((net(x) - y) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    total_loss += loss
+names = {"total_loss": total_loss, **dict(net.named_parameters())}
+print("nodes below total_loss:", graph_size(total_loss, [*net.parameters(), *inputs])[0])
+draw(total_loss, names=names)
+
+# %% [markdown]
+# Calling `total_loss.backward()` would fail, since each step's `backward()` already freed what this graph needs, and `diagnose` says so before you try.
+
+# %%
+freed = [
+    finding for finding in diagnose(total_loss).findings if finding.kind == "freed-saved-tensor"
+]
+print(f"diagnose: {len(freed)} saved tensors already freed, the first one by {freed[0].node}")
+with expect_error(RuntimeError, match="Trying to backward through the graph a second time"):
+    total_loss.backward()
+
+# %% [markdown]
+# ### Exercise 4 — fix the training loop (3 points)
+#
+# This loop trains, returns the right number, and raises nothing.
+# It has two problems from this notebook.
+# Run it: the parameters' versions show the first (the second is in section 7).
+
+
+# %%
+def train_epoch_buggy(
+    model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], lr: float
+) -> float:
+    """Buggy: one epoch of SGD on mean((model(x) - y) ** 2); returns the mean loss."""
+    total_loss = 0
+    for x, y in batches:
+        loss = ((model(x) - y) ** 2).mean()
+        model.zero_grad()
+        loss.backward()
+        for p in model.parameters():
+            p.data -= lr * p.grad  # legacy update, hidden from autograd
+        total_loss += loss  # keeps every step's graph
+    return (total_loss / len(batches)).item()
+
+
+torch.manual_seed(0)
+buggy_model = nn.Linear(3, 1)
+versions_before = [p._version for p in buggy_model.parameters()]  # 1: nn.init wrote them once
+mean_loss = train_epoch_buggy(buggy_model, [(torch.randn(4, 3), torch.randn(4, 1))] * 5, lr=0.1)
+versions_after = [p._version for p in buggy_model.parameters()]
+print(
+    f"mean loss: {mean_loss:.4f} | versions before: {versions_before}, "
+    f"after 5 updates: {versions_after}"
+)
+assert versions_after == versions_before  # five updates, and autograd saw none of them
+
+# %% [markdown]
+# Write `train_epoch(model, batches, lr)`, a fixed copy.
+# For each batch, in order: compute `loss = mean((model(x) - y) ** 2)` with one call of `model`, compute fresh gradients (not added to the previous step's), and update every parameter in place with plain SGD, `p ← p − lr · p.grad`.
+# Return the mean of the per-step losses, each taken before its update, as a Python `float`.
+# Two requirements the buggy loop breaks:
+# - autograd must see each update: the tests check that every parameter's `_version` goes up at each step, so `.data` updates fail;
+# - no step's graph may outlive its step: the tests count, at each call of `model`, how many earlier steps' graphs are still alive, and accept at most one (the previous `loss`, until you rebind the name).
+#
+# For `nn.Linear(1, 1)` with weight 1 and bias 0, `lr = 0.1` and the batch `x = [[1]]`, `y = [[3]]` twice: the first loss is `(1 − 3)² = 4` and the gradients are `∂/∂w = ∂/∂b = 2 · (1 − 3) = −4`, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44`, with gradients `2 · (1.8 − 3) = −2.4`, so `w = 1.64`, `b = 0.64` after the epoch; the result is `(4 + 1.44) / 2 = 2.72`.
+
+
+# %% nbgrader={"grade_id": "q4-answer", "solution": true}
+def train_epoch(
+    model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], lr: float
+) -> float:
+    """Runs one epoch of SGD on mean((model(x) - y) ** 2) and returns the mean loss.
+
+    Args:
+        model: The model to train, in place.
+        batches: A list of (x, y) pairs.
+        lr: The learning rate.
+
+    Returns:
+        The mean of the per-step losses, a Python float.
+    """
+    ### BEGIN SOLUTION
+    total_loss = 0.0
+    for x, y in batches:
+        loss = ((model(x) - y) ** 2).mean()
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= lr * p.grad
+        total_loss += loss.item()
+    return total_loss / len(batches)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
+"""Checks train_epoch: the mean loss, the parameters, versions, and graphs kept across steps."""
+
+
+class StepGraph(torch.autograd.Function):
+    """Identity whose graph node is a Python object: alive exactly as long as its step's graph."""
+
+    alive: ClassVar[weakref.WeakSet] = weakref.WeakSet()
+
+    @staticmethod
+    def forward(ctx, x):
+        StepGraph.alive.add(ctx)
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class CountingModel(nn.Module):
+    """A linear model that counts its calls and the earlier steps' graphs alive at each call."""
+
+    def __init__(self, n_in: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(n_in, 1)
+        self.graphs_alive_at_call: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.graphs_alive_at_call.append(len(StepGraph.alive))
+        return StepGraph.apply(self.linear(x))
+
+
+def reference_epoch(model: nn.Module, batches, lr: float) -> float:
+    """The intended computation, on a copy of the model."""
+    losses = []
+    for x, y in batches:
+        loss = ((model(x) - y) ** 2).mean()
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        with torch.no_grad():
+            for p, g in zip(model.parameters(), grads, strict=True):
+                p -= lr * g
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+
+
+def check_epoch(model: CountingModel, batches, lr: float) -> None:
+    """Runs train_epoch on model and compares it with reference_epoch on a copy."""
+    reference = copy.deepcopy(model)
+    parameters = list(model.parameters())
+    versions = [p._version for p in parameters]
+    result = train_epoch(model, batches, lr)
+    expected = reference_epoch(reference, batches, lr)
+    assert type(result) is float, (
+        f"train_epoch should return a Python float, got {type(result).__name__}"
+    )
+    assert abs(result - expected) < 1e-5, f"the mean loss should be {expected}, got {result}"
+    assert len(model.graphs_alive_at_call) == len(batches), (
+        f"model was called {len(model.graphs_alive_at_call)} times for {len(batches)} batches"
+    )
+    assert max(model.graphs_alive_at_call) <= 1, (
+        f"up to {max(model.graphs_alive_at_call)} earlier steps' graphs were still alive "
+        "when model was called. " + explain("graph-kept-alive")
+    )
+    assert list(model.parameters()) == parameters, "update the parameters in place, keep them"
+    for (name, p), q, before in zip(
+        model.named_parameters(), reference.parameters(), versions, strict=True
+    ):
+        assert_version(p, before + len(batches), name=name)
+        assert torch.allclose(p.detach(), q.detach(), atol=1e-5), (
+            f"{name} after the epoch should be {q.detach().tolist()}, got {p.detach().tolist()}"
+        )
+        assert_is_leaf(p, name=name)
+
+
+for device in devices():
+    model = CountingModel(1).to(device)
+    with torch.no_grad():
+        model.linear.weight.fill_(1.0)
+        model.linear.bias.zero_()
+    batch = (torch.tensor([[1.0]], device=device), torch.tensor([[3.0]], device=device))
+    result = train_epoch(model, [batch, batch], lr=0.1)
+    assert type(result) is float, (
+        f"train_epoch should return a Python float, got {type(result).__name__}"
+    )
+    assert abs(result - 2.72) < 1e-5, f"the mean loss should be 2.72, got {result}"
+    assert torch.allclose(model.linear.weight.detach(), torch.tensor([[1.64]], device=device)), (
+        f"the weight should be 1.64 after the epoch, got {model.linear.weight.item()}"
+    )
+    assert torch.allclose(model.linear.bias.detach(), torch.tensor([0.64], device=device)), (
+        f"the bias should be 0.64 after the epoch, got {model.linear.bias.item()}"
+    )
+
+    torch.manual_seed(4)
+    model = CountingModel(3).to(device)
+    batches = [
+        (torch.randn(5, 3, device=device), torch.randn(5, 1, device=device)) for _ in range(4)
+    ]
+    check_epoch(model, batches, lr=0.05)
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(44)
+for device in devices():
+    for n_batches, n_in, lr in [(6, 2, 0.1), (3, 5, 0.02), (8, 4, 0.07)]:
+        torch.manual_seed(n_batches)
+        model = CountingModel(n_in).to(device)
+        batches = [
+            (
+                torch.randn(7, n_in, generator=generator).to(device),
+                torch.randn(7, 1, generator=generator).to(device),
+            )
+            for _ in range(n_batches)
+        ]
+        check_epoch(model, batches, lr)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
+# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. No error does not mean a correct gradient.
+# - Before a tensor is used, changing it is harmless whichever way; after, only an honest out-of-place copy is.
+# - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
+# - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.
+# - Legacy: `Variable(t)` returns a plain tensor; `volatile=True` warns and does nothing; `loss.data[0]` raises, use `loss.item()` (`tolist()` for many values); `float(loss)` warns when `loss` requires grad; prefer `.detach().cpu().numpy()` to `.data.cpu().numpy()`.
+# - `total_loss += loss` chains every step's graph to the next; in an evaluation loop without `no_grad` it keeps every step's activations too. Accumulate `loss.item()` or `loss.detach()`.
