@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from autograder.build import build
 from autograder.course import Course, assignment_ids
+from autograder.fixtures import submissions_folder
+from autograder.pipeline import GradingResult, grade_class
 
 ASSIGNMENTS = assignment_ids()
 
@@ -19,6 +23,37 @@ def built_course(tmp_path_factory: pytest.TempPathFactory) -> Course:
     course = Course.at(root, release=root / "release")
     build(course)
     return course
+
+
+@pytest.fixture(scope="session")
+def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each assignment's fixtures plus a corrupt, an empty and a zipped submission."""
+    folders = {}
+    for assignment in ASSIGNMENTS:
+        folder = tmp_path_factory.mktemp(f"submissions-{assignment}")
+        shutil.copytree(submissions_folder(assignment), folder, dirs_exist_ok=True)
+        (folder / "corrupt_json").mkdir()
+        (folder / "corrupt_json" / f"{assignment}.ipynb").write_text('{"cells": [')
+        (folder / "empty_folder").mkdir()
+        perfect = folder / "perfect" / f"{assignment}.ipynb"
+        with zipfile.ZipFile(folder / "zipped_perfect.zip", "w") as archive:
+            archive.write(perfect, f"my work/{assignment}.ipynb")
+        shutil.copy(perfect, folder / "single_file_perfect.ipynb")
+        folders[assignment] = folder
+    return folders
+
+
+@pytest.fixture(scope="session")
+def graded(built_course: Course, submissions: dict[str, Path]) -> dict[str, GradingResult]:
+    """Every assignment graded on its submissions, two students at a time, in the sandbox.
+
+    Shared by the pipeline tests and the comparison with plain nbgrader: grading the
+    class is the slowest step of the suite, so it happens once.
+    """
+    return {
+        assignment: grade_class(built_course, assignment, submissions[assignment], jobs=2)
+        for assignment in ASSIGNMENTS
+    }
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
@@ -135,16 +136,23 @@ except OSError:
     }, result.stderr
 
 
-@pytest.fixture(scope="module", params=["bubblewrap", "no sandbox"])
-def zygote(request):
-    sandbox = SANDBOX if request.param == "bubblewrap" else detect_sandbox(enabled=False)
-    if request.param == "bubblewrap" and not SANDBOX.enabled:
+@contextlib.contextmanager
+def _forking(kind: str, limits: Limits):
+    """A zygote that kernels fork from, in bubblewrap or without a sandbox."""
+    sandbox = SANDBOX if kind == "bubblewrap" else detect_sandbox(enabled=False)
+    if kind == "bubblewrap" and not SANDBOX.enabled:
         pytest.skip(f"sandbox off: {SANDBOX.reason}")
     with (
         tempfile.TemporaryDirectory(prefix="autograder-test-") as run,
-        Zygote(sandbox, Path(run), Limits(cell_timeout=30)) as kernels,
+        Zygote(sandbox, Path(run), limits) as kernels,
         forked_kernels(kernels),
     ):
+        yield kernels
+
+
+@pytest.fixture(scope="module", params=["bubblewrap", "no sandbox"])
+def zygote(request):
+    with _forking(request.param, Limits(cell_timeout=30)) as kernels:
         yield kernels
 
 
@@ -332,14 +340,7 @@ def test_the_assignments_data_files_reach_the_kernels_folder(zygote, tmp_path):
 @pytest.fixture(scope="module", params=["bubblewrap", "no sandbox"])
 def cuda_zygote(request):
     """A zygote whose kernels grade with --device cuda (visible GPU, RLIMIT_DATA cap)."""
-    sandbox = SANDBOX if request.param == "bubblewrap" else detect_sandbox(enabled=False)
-    if request.param == "bubblewrap" and not SANDBOX.enabled:
-        pytest.skip(f"sandbox off: {SANDBOX.reason}")
-    with (
-        tempfile.TemporaryDirectory(prefix="autograder-test-") as run,
-        Zygote(sandbox, Path(run), Limits(cell_timeout=30, device="cuda")) as kernels,
-        forked_kernels(kernels),
-    ):
+    with _forking(request.param, Limits(cell_timeout=30, device="cuda")) as kernels:
         yield kernels
 
 
