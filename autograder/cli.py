@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.course import Course
-from autograder.limits import Limits
+from autograder.limits import DEVICES, Limits
 from autograder.outcome import OK
 from autograder.status import load_status
 from autograder.zygote import Zygote, ZygoteError, close_zygotes, launch_zygotes
@@ -286,7 +286,7 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--device",
-        choices=("cpu", "cuda"),
+        choices=DEVICES,
         default=defaults.device,
         help="where the tests run (default cpu: grades do not depend on the machine)",
     )
@@ -294,7 +294,7 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
         "--disk-mb",
         type=int,
         default=defaults.disk_mb,
-        help="what a student's code may write in all (sandbox only)",
+        help="MB a student's code may write in its folder, and in /tmp and /dev/shm (sandbox only)",
     )
     command.add_argument(
         "--no-sandbox",

@@ -19,9 +19,10 @@ class Limits:
             than it uses, the data segment and private mappings (RLIMIT_DATA).
         output_chars: Characters of output kept per cell; the rest is dropped.
         file_mb: Largest file the student's code may write (RLIMIT_FSIZE).
-        disk_mb: All the student's code may write at once, in its folder, /tmp and
-            /dev/shm together (size-limited tmpfs in the sandbox; without it, only the
-            per-file limit holds).
+        disk_mb: What the student's code may write in its folder, and again in /tmp and
+            in /dev/shm: each is a tmpfs of this size in the sandbox (with a uid of its
+            own, the student cannot write to the last two at all); without the sandbox
+            only the per-file limit holds.
         processes: Processes the student's uid may own (RLIMIT_NPROC; only with one uid
             per student).
         device: Where the tests run: ``cpu`` (the default: grades do not depend on the

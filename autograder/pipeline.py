@@ -124,7 +124,8 @@ def export_class(course: Course, assignment: str) -> tuple[list[dict], Path]:
     _require_build(course, assignment)
     students, grading = load_status(course, assignment)
     sandbox = {True: "on", False: "off"}.get(grading.get("sandbox_enabled"), "")
-    device = grading.get("limits", {}).get("device", "cpu") if grading.get("limits") else ""
+    limits = grading.get("limits")  # none before autograde: nothing ran anywhere yet
+    device = limits.get("device", "cpu") if limits else ""
     rows = grade_rows(course, assignment, students, sandbox=sandbox, device=device)
     return rows, write_csv(rows, course.exports / f"{assignment}_grades.csv")
 

@@ -199,10 +199,7 @@ class _Server:
         if files and Path(files).is_dir():
             shutil.copytree(files, work, symlinks=True, dirs_exist_ok=True)
         if uid is not None and os.geteuid() == 0:
-            for folder, _, names in os.walk(work):
-                os.chown(folder, uid, uid)
-                for name in names:
-                    os.chown(Path(folder) / name, uid, uid, follow_symlinks=False)
+            chown_tree(work, uid)
         pid = os.fork()
         if pid == 0:
             _become_kernel(request, channel_fds)
@@ -437,14 +434,23 @@ class KernelSlot:
         return self.root / "files"
 
     def hand_over(self) -> None:
-        """Gives the student's uid its working copy, sockets folder and connection file."""
+        """Gives the student's uid its sockets folder and connection file.
+
+        The working copy is the zygote's to hand over (see ``_Server.spawn``): in the
+        sandbox it lies in a tmpfs only the zygote sees.
+        """
         if self.uid is None:
             return
-        for path in (self.work, self.ipc, self.connection_file):
-            for folder, _, files in os.walk(path) if path.is_dir() else [(path, [], [])]:
-                os.chown(folder, self.uid, self.uid)
-                for name in files:
-                    os.chown(Path(folder) / name, self.uid, self.uid)
+        for path in (self.ipc, self.connection_file):
+            chown_tree(path, self.uid)
+
+
+def chown_tree(path: Path, uid: int) -> None:
+    """Makes ``uid`` (and its group) the owner of ``path`` and, for a folder, all under it."""
+    for folder, _, files in os.walk(path) if path.is_dir() else [(path, [], [])]:
+        os.chown(folder, uid, uid)
+        for name in files:
+            os.chown(Path(folder) / name, uid, uid, follow_symlinks=False)
 
 
 def kernel_environment(
@@ -539,7 +545,8 @@ class Zygote:
         """Starts the zygote process and returns at once (it imports torch for seconds)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run_dir.chmod(0o755)
-        (self.run_dir / "work").mkdir(mode=0o711, exist_ok=True)  # a tmpfs in the sandbox
+        # The kernels' working folders (a tmpfs in the sandbox); their uids pass through.
+        (self.run_dir / "work").mkdir(mode=0o711, exist_ok=True)
         command = [sys.executable, "-m", "autograder.zygote"]
         if self.sandbox.enabled:
             command.append("--own-pid-namespace")
@@ -653,15 +660,12 @@ class Zygote:
             remove_tree(root)
         # work/ is a tmpfs inside the sandbox (see bwrap_arguments): the zygote makes the
         # kernel's folder there; this one on the host is used only without the sandbox.
-        works = self.run_dir / "work"
-        work, ipc = works / root.name, root / "ipc"
+        work, ipc = self.run_dir / "work" / root.name, root / "ipc"  # work/: made by launch
         if work.exists():
             remove_tree(work)
-        works.mkdir(mode=0o711, exist_ok=True)
         for folder in (root, work, ipc):
             folder.mkdir(mode=0o700)
-        for folder in (root, works):
-            folder.chmod(0o711)  # the kernel's uid may pass through to its folders
+        root.chmod(0o711)  # the kernel's uid may pass through to ipc/
         uid = None
         if self.sandbox.separate_uids:
             uid = UID_BASE + self.uid_block * UID_BLOCK + self.kernels % UID_BLOCK
