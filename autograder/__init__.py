@@ -6,7 +6,7 @@ __all__ = ["Course", "assignment_ids"]
 
 
 def __getattr__(name: str) -> object:
-    # Lazy, so that the grader's kernels (autograder.zygote, autograder.kernel_guard)
+    # Lazy, so that the grader's kernels (autograder.sandbox.zygote, autograder.kernel.guard)
     # import this package without importing nbgrader.
     if name in __all__:
         return getattr(import_module("autograder.course"), name)

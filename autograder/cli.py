@@ -16,17 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.course import Course
-from autograder.limits import DEVICES, Limits
-from autograder.outcome import OK
-from autograder.status import load_status
-from autograder.zygote import Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.sandbox.limits import DEVICES, Limits
+from autograder.sandbox.zygote import Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.submission import OK, load_status
 
 if TYPE_CHECKING:
-    from autograder.outcome import Submission
+    from autograder.submission import Submission
 
 
 def _build(args: argparse.Namespace) -> int:
-    from autograder.build import BuildError, build
+    from autograder.authoring.build import BuildError, build
 
     course = Course.repository()
     try:
@@ -39,7 +38,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from autograder.check import check_notebook
+    from autograder.learner.validate import check_notebook
 
     failed = False
     for notebook in args.notebooks:
@@ -55,10 +54,10 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _fixtures(args: argparse.Namespace) -> int:
-    from autograder.adversarial import load_attacks, write_adversarial
-    from autograder.build import BuildError, build
+    from autograder.authoring.build import BuildError, build
     from autograder.course import assignment_ids
-    from autograder.fixtures import FixtureError, write_fixtures
+    from tests.support.adversarial import load_attacks, write_adversarial
+    from tests.support.fixtures import FixtureError, write_fixtures
 
     course = Course.repository()
     try:
@@ -106,7 +105,7 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 def _device_problem(args: argparse.Namespace) -> str:
     """Returns why the tests cannot run on ``--device`` here, or "" when they can."""
-    from autograder.sandbox import gpu_nodes
+    from autograder.sandbox.bwrap import gpu_nodes
 
     if args.device == "cuda" and not gpu_nodes():
         return "--device cuda: this machine has no NVIDIA GPU (no /dev/nvidia* device files)"
@@ -134,7 +133,7 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from autograder.pipeline import collect_class
+    from autograder.pipeline.run import collect_class
 
     try:
         _print_students(collect_class(_course(args), args.assignment, Path(args.submissions)))
@@ -146,7 +145,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zygote]:
     """Starts one zygote per job, before nbgrader is imported: both take seconds."""
-    from autograder.sandbox import course_sandbox
+    from autograder.sandbox.bwrap import course_sandbox
 
     if students == 0:
         return []
@@ -155,7 +154,9 @@ def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zyg
     zygotes = launch_zygotes(sandbox, _limits(args), jobs)
     if jobs > 1:
         # The worker processes fork from a server that imports nbgrader: start it now too.
-        multiprocessing.get_context("forkserver").set_forkserver_preload(["autograder.parallel"])
+        multiprocessing.get_context("forkserver").set_forkserver_preload(
+            ["autograder.pipeline.parallel"]
+        )
         multiprocessing.forkserver.ensure_running()
     return zygotes
 
@@ -168,8 +169,8 @@ def _autograde(args: argparse.Namespace) -> int:
     collected, _ = load_status(course, args.assignment)
     zygotes = _launch(args, course, sum(student.status == OK for student in collected))
     # Imported while the zygotes import torch.
-    from autograder.build import BuildError
-    from autograder.pipeline import autograde_class
+    from autograder.authoring.build import BuildError
+    from autograder.pipeline.run import autograde_class
 
     try:
         students = autograde_class(
@@ -190,8 +191,8 @@ def _autograde(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    from autograder.build import BuildError
-    from autograder.pipeline import feedback_class
+    from autograder.authoring.build import BuildError
+    from autograder.pipeline.run import feedback_class
 
     course = _course(args)
     try:
@@ -204,8 +205,8 @@ def _feedback(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from autograder.build import BuildError
-    from autograder.pipeline import export_class
+    from autograder.authoring.build import BuildError
+    from autograder.pipeline.run import export_class
 
     course = _course(args)
     try:
@@ -219,7 +220,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from autograder.report import write_report
+    from autograder.pipeline.report import write_report
 
     course = _course(args)
     try:
@@ -242,8 +243,8 @@ def _grade(args: argparse.Namespace) -> int:
     entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
     zygotes = _launch(args, course, len(entries))
     # Imported while the zygotes import torch.
-    from autograder.build import BuildError
-    from autograder.pipeline import grade_class
+    from autograder.authoring.build import BuildError
+    from autograder.pipeline.run import grade_class
 
     try:
         result = grade_class(
@@ -305,7 +306,7 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
 
 
 def _lab(args: argparse.Namespace) -> int:
-    from autograder.lab import start_lab
+    from autograder.learner.lab import start_lab
 
     return start_lab(args.jupyter_args)
 

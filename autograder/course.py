@@ -35,7 +35,7 @@ def nbgrader_config(cell_timeout: int = 120) -> Config:
     Returns:
         A traitlets Config for nbgrader's apps and preprocessors.
     """
-    from autograder.feedback import feedback_config  # imports nbconvert: only when used
+    from autograder.pipeline.feedback import feedback_config  # imports nbconvert: only when used
 
     config = Config()
     config.CourseDirectory.course_id = "autograd-pitfalls"

@@ -31,10 +31,10 @@ import nbformat
 from jupyter_client.manager import start_new_kernel
 from nbgrader.api import Gradebook
 
-from autograder.build import build
-from autograder.collect import collect
+from autograder.authoring.build import build
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import fixture_notebooks
+from autograder.pipeline.collect import collect
+from tests.support.fixtures import fixture_notebooks
 
 
 def make_class(course: Course, assignments: list[str], students: int, folder: Path) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build import build
+from autograder.authoring.build import build
+from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import submissions_folder
-from autograder.pipeline import GradingResult, grade_class
+from autograder.pipeline.run import GradingResult, grade_class
 
 ASSIGNMENTS = assignment_ids()
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.adversarial import ADVERSARIAL, load_attacks, load_expected, write_adversarial
+from autograder.authoring.wrong_answers import FIXTURES, submissions_folder
 from autograder.course import REPO, Course
-from autograder.fixtures import FIXTURES, submissions_folder
-from autograder.limits import Limits
-from autograder.pipeline import GradingResult, grade_class
-from autograder.sandbox import course_sandbox
+from autograder.pipeline.run import GradingResult, grade_class
+from autograder.sandbox.bwrap import course_sandbox
+from autograder.sandbox.limits import Limits
+from tests.support.adversarial import ADVERSARIAL, load_attacks, load_expected, write_adversarial
 
 ASSIGNMENT, ATTACKS = load_attacks()
 EXPECTED = load_expected()

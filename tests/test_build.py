@@ -6,10 +6,11 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from autograder.build import BuildError, write_source_notebook
+from autograder.authoring.build import BuildError, write_source_notebook
+from autograder.authoring.normalize import normalize
+from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import fixture_notebooks, submissions_folder
-from autograder.normalize import normalize
+from tests.support.fixtures import fixture_notebooks
 
 ASSIGNMENTS = assignment_ids()
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.build import build
-from autograder.collect import collect
+from autograder.authoring.build import build
+from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import submissions_folder
+from autograder.pipeline.collect import collect
 
 ASSIGNMENTS = assignment_ids()
 

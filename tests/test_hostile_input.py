@@ -16,13 +16,13 @@ import nbformat
 import pytest
 from nbformat import v4
 
-from autograder import collect as collect_module
-from autograder import sandbox
-from autograder.collect import collect, student_id_problem
 from autograder.course import Course
-from autograder.export import csv_cell, write_csv
-from autograder.fs import remove_tree
-from autograder.outcome import MISSING, OK, UNREADABLE
+from autograder.kernel.fs import remove_tree
+from autograder.pipeline import collect as collect_module
+from autograder.pipeline.collect import collect, student_id_problem
+from autograder.pipeline.export import csv_cell, write_csv
+from autograder.sandbox import bwrap as sandbox
+from autograder.submission import MISSING, OK, UNREADABLE
 
 ASSIGNMENT = "01_leaf_tensors"
 
@@ -169,8 +169,8 @@ def test_uid_block_claims_hold_across_processes(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_students_collected_but_never_graded_are_not_exported_as_ok(tmp_path):
-    from autograder.build import build
-    from autograder.pipeline import collect_class, export_class
+    from autograder.authoring.build import build
+    from autograder.pipeline.run import collect_class, export_class
 
     course = Course.at(tmp_path / "course", release=tmp_path / "course" / "release")
     build(course, [ASSIGNMENT])

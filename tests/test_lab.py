@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from autograder.course import REPO, assignment_ids
-from autograder.lab import LAB_PLUGINS_OFF, configure_learner_lab, lab_command
+from autograder.learner.lab import LAB_PLUGINS_OFF, configure_learner_lab, lab_command
 
 TOKEN = "autograd-pitfalls-test"
 

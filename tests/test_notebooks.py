@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from nbgrader import utils
 
-from autograder.check import CheckReport, check_notebook
 from autograder.cli import main
 from autograder.course import Course, assignment_ids
+from autograder.learner.validate import CheckReport, check_notebook
 
 ASSIGNMENTS = assignment_ids()
 MIN_EXERCISES = 4

@@ -13,10 +13,11 @@ import shutil
 import nbformat
 import pytest
 
-from autograder.build import build
+from autograder.authoring.build import build
+from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, assignment_ids
-from autograder.fixtures import FIXTURES, load_wrong_answers
-from autograder.pipeline import (
+from autograder.pipeline.report import write_report
+from autograder.pipeline.run import (
     GradingResult,
     autograde_class,
     collect_class,
@@ -24,8 +25,7 @@ from autograder.pipeline import (
     feedback_class,
     grade_class,
 )
-from autograder.report import write_report
-from autograder.status import load_status
+from autograder.submission import load_status
 
 ASSIGNMENTS = assignment_ids()
 

@@ -7,8 +7,8 @@ import copy
 import pytest
 from nbformat import v4
 
-from autograder.outcome import MEMORY, OK, TAMPERED, TIMEOUT, outcome, record, reset
-from autograder.restore import protected_names, restore_cells
+from autograder.preprocessors.restore import protected_names, restore_cells
+from autograder.submission import MEMORY, OK, TAMPERED, TIMEOUT, outcome, record, reset
 
 
 def _cell(grade_id: str, source: str, **flags: object):

@@ -17,10 +17,10 @@ from nbclient import NotebookClient
 from nbformat import v4
 
 from autograder.course import REPO, Course
-from autograder.grade import forked_kernels
-from autograder.limits import Limits
-from autograder.sandbox import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
-from autograder.zygote import Zygote
+from autograder.pipeline.autograde import forked_kernels
+from autograder.sandbox.bwrap import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.zygote import Zygote
 
 
 def test_bwrap_arguments_hide_private_paths_and_open_mount_points(tmp_path):
@@ -49,7 +49,7 @@ def test_a_sandbox_turned_off_says_so():
 
 
 def test_without_bubblewrap_the_sandbox_is_off_and_says_how_to_get_it(monkeypatch):
-    monkeypatch.setattr("autograder.sandbox.shutil.which", lambda name: None)
+    monkeypatch.setattr("autograder.sandbox.bwrap.shutil.which", lambda name: None)
     sandbox = detect_sandbox()
     assert not sandbox.enabled
     assert "apt install bubblewrap" in sandbox.describe()
@@ -58,7 +58,7 @@ def test_without_bubblewrap_the_sandbox_is_off_and_says_how_to_get_it(monkeypatc
 
 def test_kernels_share_the_graders_uid_where_it_cannot_switch_uids(monkeypatch):
     # Root in a container that maps only some uids cannot become the students' uids.
-    monkeypatch.setattr("autograder.sandbox._can_switch_to_student_uids", lambda: False)
+    monkeypatch.setattr("autograder.sandbox.bwrap._can_switch_to_student_uids", lambda: False)
     sandbox = detect_sandbox()
     assert not sandbox.separate_uids
     assert "kernels share the grader's uid" in sandbox.describe()

@@ -7,8 +7,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from autograder.authoring.normalize import normalize
 from autograder.course import Course, assignment_ids
-from autograder.normalize import normalize
 
 
 class BuildError(RuntimeError):

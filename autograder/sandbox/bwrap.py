@@ -1,6 +1,6 @@
 """Where student code runs: inside bubblewrap when it works here, and as whom.
 
-Student code runs in kernels forked from a zygote (see :mod:`autograder.zygote`). When
+Student code runs in kernels forked from a zygote (see :mod:`autograder.sandbox.zygote`). When
 bubblewrap (``bwrap``, Debian's ``bubblewrap`` package) works on this machine, the zygote
 is started inside it: the file system is an allow-list (the system, the Python install,
 the virtual environment, the two packages the kernels import) mounted read only, with a

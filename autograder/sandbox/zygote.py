@@ -18,9 +18,9 @@ ours because the zygote is a child subreaper) and removes the student's folder.
 
 The grader talks to the zygote through its stdin and stdout, one JSON object per line:
 ``spawn``, ``poll``, ``signal`` and ``reap``. :class:`Zygote` is that client;
-:mod:`autograder.provisioner` plugs it into jupyter_client.
+:mod:`autograder.sandbox.provisioner` plugs it into jupyter_client.
 
-Run as ``python -m autograder.zygote`` (this module imports nothing heavy at import time;
+Run as ``python -m autograder.sandbox.zygote`` (this module imports nothing heavy at import time;
 the packages are imported in :func:`serve`).
 """
 
@@ -45,9 +45,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.fs import remove_tree
-from autograder.limits import Limits
-from autograder.sandbox import UID_BASE, UID_BLOCK, Sandbox, claim_uid_block
+from autograder.kernel.fs import remove_tree
+from autograder.sandbox.bwrap import UID_BASE, UID_BLOCK, Sandbox, claim_uid_block
+from autograder.sandbox.limits import Limits
 
 # Imported once in the zygote; every kernel starts with them loaded. torch._dynamo is
 # what the first torch.optim optimiser imports (about 1.5 s).
@@ -61,7 +61,7 @@ PRELOAD = (
     "ipykernel.kernelapp",
     "ipykernel.debugger",  # imports pdb, debugpy: a third of a kernel's start-up
     "sqlite3",
-    "autograder.kernel_guard",
+    "autograder.kernel.guard",
 )
 # Kernels get only these variables of the grader's environment (no tokens, no secrets).
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL", "USER", "LOGNAME")
@@ -169,7 +169,7 @@ def _become_kernel(request: dict, channel_fds: tuple[int, ...]) -> None:
         _reseed()
         from ipykernel.kernelapp import IPKernelApp
 
-        from autograder import kernel_guard
+        from autograder.kernel import guard as kernel_guard
 
         sys.argv = ["ipykernel_launcher", *request["argv"]]
         app = IPKernelApp.instance()
@@ -547,7 +547,7 @@ class Zygote:
         self.run_dir.chmod(0o755)
         # The kernels' working folders (a tmpfs in the sandbox); their uids pass through.
         (self.run_dir / "work").mkdir(mode=0o711, exist_ok=True)
-        command = [sys.executable, "-m", "autograder.zygote"]
+        command = [sys.executable, "-m", "autograder.sandbox.zygote"]
         if self.sandbox.enabled:
             command.append("--own-pid-namespace")
         command += ["--preload", ",".join(self.preload)]
@@ -773,7 +773,7 @@ _current: Zygote | None = None
 
 @contextlib.contextmanager
 def using(zygote: Zygote) -> Iterator[Zygote]:
-    """Makes ``zygote`` the one that :mod:`autograder.provisioner` forks kernels from."""
+    """Makes ``zygote`` the one that :mod:`autograder.sandbox.provisioner` forks kernels from."""
     global _current
     previous, _current = _current, zygote
     try:
@@ -797,7 +797,7 @@ def main(argv: list[str] | None = None) -> None:
     """Command line of the zygote process (started by :meth:`Zygote.start`)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m autograder.zygote")
+    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox.zygote")
     parser.add_argument("--own-pid-namespace", action="store_true")
     parser.add_argument("--preload", default=",".join(PRELOAD))
     args = parser.parse_args(argv)

@@ -1,11 +1,12 @@
 """Autograde and write feedback for one student at a time, with kernels from a zygote.
 
 :class:`Grader` is one grading process: nbgrader's API with this course's hardened
-steps (:class:`~autograder.restore.RestoreFromSource` before nbgrader's OverwriteCells,
-:class:`~autograder.execute.SandboxedExecute` instead of Execute), and a
-:class:`~autograder.zygote.Zygote` that every kernel is forked from. A student whose
-grading fails gets a status and a message; the rest of the class is graded.
-:mod:`autograder.parallel` runs several graders side by side.
+steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` before nbgrader's
+OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute` instead of
+Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is forked
+from. A student whose grading fails gets a status and a message; the rest of the class is
+graded.
+:mod:`autograder.pipeline.parallel` runs several graders side by side.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config import Config
 
-from autograder import provisioner, zygote
 from autograder.course import Course
-from autograder.execute import SandboxedExecute
-from autograder.fs import remove_tree
-from autograder.limits import Limits
-from autograder.outcome import ERROR, OK, Submission, outcome
-from autograder.restore import RestoreFromSource
-from autograder.sandbox import Sandbox
+from autograder.kernel.fs import remove_tree
+from autograder.preprocessors.execute import SandboxedExecute
+from autograder.preprocessors.restore import RestoreFromSource
+from autograder.sandbox import provisioner, zygote
+from autograder.sandbox.bwrap import Sandbox
+from autograder.sandbox.limits import Limits
+from autograder.submission import ERROR, OK, Submission, outcome
 
 # SQLite waits this long for another grading process's write instead of failing.
 GRADEBOOK_TIMEOUT = 120
@@ -71,7 +72,7 @@ def grading_config(course: Course, limits: Limits) -> Config:
         CheckCellMetadata,
     ]
     config.RestoreFromSource.release_directory = str(course.release)
-    config.AsyncKernelManager.client_class = "autograder.provisioner.ReadyClient"
+    config.AsyncKernelManager.client_class = "autograder.sandbox.provisioner.ReadyClient"
     config.Execute.timeout = limits.cell_timeout
     config.SandboxedExecute.notebook_timeout = limits.notebook_timeout
     config.SandboxedExecute.max_output_chars = limits.output_chars

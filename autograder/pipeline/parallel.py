@@ -1,11 +1,11 @@
 """Grade the students of a class in N processes side by side.
 
-Each process is a :class:`~autograder.grade.Grader` with its own zygote (started by the
+Each process is a :class:`~autograder.pipeline.autograde.Grader` with its own zygote (started by the
 caller, so that it imports torch while the processes start), and takes the next student
 when it is done with one, so a slow notebook holds up one process only. Students are
 independent: each is graded by nbgrader in a kernel of its own, and the processes share
 nothing but the gradebook, where SQLite makes a writer wait for the other (see
-:data:`~autograder.grade.GRADEBOOK_TIMEOUT`). The grades are the same as with one
+:data:`~autograder.pipeline.autograde.GRADEBOOK_TIMEOUT`). The grades are the same as with one
 process, which ``tests/test_pipeline.py`` checks.
 """
 
@@ -23,11 +23,11 @@ from multiprocessing.util import Finalize
 from sqlalchemy.exc import SAWarning
 
 from autograder.course import Course
-from autograder.grade import Grader
-from autograder.limits import Limits
-from autograder.outcome import ERROR, OK, Submission
-from autograder.sandbox import Sandbox
-from autograder.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.pipeline.autograde import Grader
+from autograder.sandbox.bwrap import Sandbox
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.submission import ERROR, OK, Submission
 
 AUTOGRADE, FEEDBACK = "autograde", "feedback"
 
@@ -112,7 +112,9 @@ def grade_students(
     limits = limits or Limits()
     steps = tuple(steps)
     if AUTOGRADE in steps and sandbox is None:
-        raise ValueError("autograding needs a sandbox (see autograder.sandbox.detect_sandbox)")
+        raise ValueError(
+            "autograding needs a sandbox (see autograder.sandbox.bwrap.detect_sandbox)"
+        )
     sandbox = sandbox or Sandbox(bwrap=None, separate_uids=False, reason="not used")
     if AUTOGRADE in steps:
         todo = [submission for submission in submissions if submission.status == OK]

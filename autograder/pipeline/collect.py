@@ -21,8 +21,8 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import Course
-from autograder.fs import remove_tree
-from autograder.outcome import MISSING, OK, UNREADABLE, Submission
+from autograder.kernel.fs import remove_tree
+from autograder.submission import MISSING, OK, UNREADABLE, Submission
 
 __all__ = ["MISSING", "OK", "UNREADABLE", "Submission", "collect", "student_id_problem"]
 

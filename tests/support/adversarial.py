@@ -21,8 +21,9 @@ import nbformat
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell
 
+from autograder.authoring.wrong_answers import FIXTURES
 from autograder.course import Course
-from autograder.fixtures import FIXTURES, FixtureError, fixture_notebooks
+from tests.support.fixtures import FixtureError, fixture_notebooks
 
 ADVERSARIAL = FIXTURES / "adversarial"
 

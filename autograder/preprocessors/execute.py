@@ -13,9 +13,9 @@ student code that is not enough:
 :class:`SandboxedExecute` adds a time limit for the whole notebook, stops at a kernel
 that does not come back from an interrupt or has died, marks every cell it did not run
 with a ``NotRun`` error (so its test scores 0), caps the output kept per cell, and asks
-the kernel's guard (:mod:`autograder.kernel_guard`) to restore the test's environment
+the kernel's guard (:mod:`autograder.kernel.guard`) to restore the test's environment
 before each test and to check it after. What happened is recorded in the notebook's
-metadata under ``autograder`` (see :mod:`autograder.outcome`).
+metadata under ``autograder`` (see :mod:`autograder.submission`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
-from autograder.kernel_guard import REPLY, REQUEST
-from autograder.outcome import ERROR, MEMORY, TAMPERED, TIMEOUT, record
+from autograder.kernel.guard import REPLY, REQUEST
+from autograder.submission import ERROR, MEMORY, TAMPERED, TIMEOUT, record
 
 MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
 NOT_RUN = "NotRun"

@@ -12,7 +12,7 @@ locked cells, by their text), gives every one the released metadata, puts back t
 that are gone next to their neighbours, and turns any other nbgrader metadata into a
 plain cell. OverwriteCells then restores the hidden tests into the locked cells from the
 gradebook, so every test of the source runs. What was wrong is recorded as ``tampered``
-(see :mod:`autograder.outcome`); the score is what the answers earn against the real tests.
+(see :mod:`autograder.submission`); the score is what the answers earn against the real tests.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from autograder.outcome import KEY, TAMPERED, record, reset
+from autograder.submission import KEY, TAMPERED, record, reset
 
 COMPARED = ("grade", "solution", "locked", "points", "task")
 

@@ -1,6 +1,6 @@
 """Grade a class step by step (collect, autograde, feedback, export, report) or end to end.
 
-Each step reads and updates the class's status file (:mod:`autograder.status`), so the
+Each step reads and updates the class's status file (:mod:`autograder.submission`), so the
 steps can run as separate commands; :func:`grade_class` runs them all after a build.
 """
 
@@ -9,17 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.build import BuildError, build
-from autograder.collect import collect
+from autograder.authoring.build import BuildError, build
 from autograder.course import Course
-from autograder.export import grade_rows, write_csv
-from autograder.limits import Limits
-from autograder.outcome import Submission
-from autograder.parallel import AUTOGRADE, FEEDBACK, grade_students
-from autograder.report import Report, write_report
-from autograder.sandbox import course_sandbox
-from autograder.status import load_status, save_status
-from autograder.zygote import Zygote
+from autograder.pipeline.collect import collect
+from autograder.pipeline.export import grade_rows, write_csv
+from autograder.pipeline.parallel import AUTOGRADE, FEEDBACK, grade_students
+from autograder.pipeline.report import Report, write_report
+from autograder.sandbox.bwrap import course_sandbox
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.zygote import Zygote
+from autograder.submission import Submission, load_status, save_status
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def autograde_class(
         limits: Limits on each kernel (the defaults when None).
         sandbox: False to run student code without bubblewrap.
         feedback: Also write each student's feedback right after grading them.
-        zygotes: Zygotes launched early (see :func:`autograder.zygote.launch_zygotes`),
+        zygotes: Zygotes launched early (see :func:`autograder.sandbox.zygote.launch_zygotes`),
             closed when done; launched here when None.
 
     Returns:

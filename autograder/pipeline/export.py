@@ -10,7 +10,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.course import Course
-from autograder.outcome import ERROR, OK, Submission
+from autograder.submission import ERROR, OK, Submission
 
 
 def exercise_ids(course: Course, assignment: str) -> list[str]:

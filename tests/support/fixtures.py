@@ -12,42 +12,20 @@ when they are stale.
 from __future__ import annotations
 
 import copy
-import runpy
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 from nbgrader import utils
 
-from autograder.course import REPO, Course
+from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers, submissions_folder
+from autograder.course import Course
 
-FIXTURES = REPO / "autograder" / "fixtures"
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
 class FixtureError(ValueError):
     """A fixture spec names an answer cell the notebook does not have."""
-
-
-def submissions_folder(assignment: str, fixtures: Path = FIXTURES) -> Path:
-    """The folder of fixture submissions of ``assignment``: one subfolder per student."""
-    return fixtures / assignment / "submissions"
-
-
-def load_wrong_answers(assignment: str, fixtures: Path = FIXTURES) -> dict[str, dict[str, str]]:
-    """Reads ``WRONG_ANSWERS`` from the assignment's ``wrong_answers.py``.
-
-    Args:
-        assignment: The assignment id.
-        fixtures: The folder holding one folder per assignment.
-
-    Returns:
-        ``{student_id: {answer grade_id: replacement source}}``; empty without a spec.
-    """
-    spec = fixtures / assignment / "wrong_answers.py"
-    if not spec.is_file():
-        return {}
-    return runpy.run_path(str(spec))["WRONG_ANSWERS"]
 
 
 def _answer_cells(notebook: NotebookNode) -> dict[str, NotebookNode]:

@@ -19,12 +19,11 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
-from autograder.check import failure_text
+from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course
-from autograder.export import exercise_ids, grade_rows
-from autograder.fixtures import FIXTURES, load_wrong_answers
-from autograder.outcome import STATUSES
-from autograder.status import load_status
+from autograder.learner.validate import failure_text
+from autograder.pipeline.export import exercise_ids, grade_rows
+from autograder.submission import STATUSES, load_status
 
 PITFALL_NAMED = re.compile(r"Pitfall: (?P<title>[^.]+)\.")
 

@@ -3,7 +3,7 @@
 jupyter_client starts kernels through provisioners (its ``LocalProvisioner`` runs the
 kernelspec's command with ``subprocess``). This one keeps everything jupyter_client does
 around the launch (ports, keys, the connection file, the client) and replaces the launch
-itself: the kernel is a fork of :mod:`autograder.zygote`, in a fresh folder of its own,
+itself: the kernel is a fork of :mod:`autograder.sandbox.zygote`, in a fresh folder of its own,
 talking over IPC sockets in that folder (so it needs no network). It is registered as
 the entry point ``autograder-zygote`` and selected with
 ``KernelProvisionerFactory.default_provisioner_name`` while the grader runs.
@@ -23,8 +23,8 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
-from autograder import zygote
-from autograder.zygote import KernelSlot, kernel_environment
+from autograder.sandbox import zygote
+from autograder.sandbox.zygote import KernelSlot, kernel_environment
 
 NAME = "autograder-zygote"
 LAUNCHER = "ipykernel_launcher"

@@ -1,0 +1,1 @@
+"""From ``solutions/`` to student notebooks: normalise, build, known wrong answers."""

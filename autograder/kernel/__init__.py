@@ -1,0 +1,1 @@
+"""Runs inside the student's sandbox; imports nothing else from ``autograder``."""

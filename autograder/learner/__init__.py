@@ -1,0 +1,1 @@
+"""What a learner runs: ``make check`` (validate) and ``make lab``."""

@@ -1,0 +1,1 @@
+"""nbgrader preprocessors of the hardened autograde and feedback, one per module."""

@@ -1,0 +1,1 @@
+"""Where student code runs: limits, bubblewrap, the zygote client, the provisioner."""

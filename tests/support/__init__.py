@@ -1,0 +1,1 @@
+"""Test data generators: fixture and adversarial submissions (not runtime code)."""
