@@ -96,7 +96,7 @@ def test_folders_under_tmp_stay_visible_inside_the_private_tmp(tmp_path):
 
 
 @needs_bwrap
-def test_the_sandbox_hides_the_course_and_the_network(built_course: Course, tmp_path):
+def test_the_sandbox_hides_the_course_the_pipeline_and_the_network(built_course: Course, tmp_path):
     sandbox = course_sandbox(built_course)
     probe = """
 import os, socket, sys
@@ -105,7 +105,9 @@ root, repo = Path(sys.argv[1]), Path(sys.argv[2])
 print("gradebook", (root / "gradebook.db").exists())
 print("source", (root / "build" / "source").exists())
 print("solutions", (repo / "solutions").exists())
-print("fixtures", any((repo / "autograder" / "fixtures").iterdir()))
+print("fixtures", (repo / "autograder" / "fixtures").exists())
+print("pipeline", (repo / "autograder" / "pipeline").exists())
+print("kernel", (repo / "autograder" / "kernel" / "server.py").exists())
 print("src", (repo / "src" / "autograd_pitfalls" / "checks.py").exists())
 try:
     socket.create_connection(("1.1.1.1", 53), timeout=2)
@@ -113,7 +115,7 @@ try:
 except OSError:
     print("network False")
 try:
-    (repo / "autograder" / "written").write_text("x")
+    (repo / "autograder" / "kernel" / "written").write_text("x")
     print("write True")
 except OSError:
     print("write False")
@@ -130,6 +132,8 @@ except OSError:
         "source": "False",
         "solutions": "False",
         "fixtures": "False",
+        "pipeline": "False",
+        "kernel": "True",
         "src": "True",
         "network": "False",
         "write": "False",

@@ -8,11 +8,12 @@ depth without recursion, so it takes over when ``rmtree`` gives up.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["remove_tree"]
+__all__ = ["chown_tree", "remove_tree"]
 
 
 def remove_tree(path: str | Path) -> None:
@@ -26,3 +27,11 @@ def remove_tree(path: str | Path) -> None:
     except RecursionError:
         # Deeper than Python's recursion limit: coreutils' rm walks it iteratively.
         subprocess.run(["rm", "-rf", "--", str(path)], check=False, capture_output=True)
+
+
+def chown_tree(path: Path, uid: int) -> None:
+    """Makes ``uid`` (and its group) the owner of ``path`` and, for a folder, all under it."""
+    for folder, _, files in os.walk(path) if path.is_dir() else [(path, [], [])]:
+        os.chown(folder, uid, uid)
+        for name in files:
+            os.chown(Path(folder) / name, uid, uid, follow_symlinks=False)

@@ -31,8 +31,8 @@ import threading
 import types
 from typing import Any
 
-REQUEST = "autograder_guard_request"
-REPLY = "autograder_guard_reply"
+from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
+
 # Modules whose contents the tests use: their dictionaries are restored, additions kept.
 MODULES = (
     "builtins",
@@ -179,7 +179,7 @@ class Guard:
 
     def __init__(self, kernel: Any) -> None:
         # Registered first, so that the recorded (and restored) handlers include it.
-        kernel.control_handlers[REQUEST] = self.handle
+        kernel.control_handlers[GUARD_REQUEST] = self.handle
         self.kernel = kernel
         shell = kernel.shell
         self.shell = shell
@@ -316,7 +316,7 @@ class Guard:
         except Exception as error:  # the grader counts a failed check as tampering
             changes = [f"the integrity check itself ({type(error).__name__}: {error})"]
         # The session was restored above: the reply goes through the real one.
-        self.kernel.session.send(stream, REPLY, {"changes": changes}, parent, ident)
+        self.kernel.session.send(stream, GUARD_REPLY, {"changes": changes}, parent, ident)
 
     def after_test(self, names: dict[str, str]) -> list[str]:
         """Reports (and restores) what changed while the test ran; puts callbacks back."""

@@ -33,7 +33,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
-from autograder.kernel.guard import REPLY, REQUEST
+from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
 from autograder.submission import ERROR, MEMORY, TAMPERED, TIMEOUT, record
 
 MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
@@ -174,7 +174,7 @@ class SandboxedExecute(Execute):
     async def _async_guard_request(self, phase: str) -> list[str] | None:
         """Asks the kernel's guard to restore (``before``) or check (``after``) a test."""
         assert self.kc is not None
-        request = self.kc.session.msg(REQUEST, {"phase": phase, "names": self._names})
+        request = self.kc.session.msg(GUARD_REQUEST, {"phase": phase, "names": self._names})
         self.kc.control_channel.send(request)
         deadline = monotonic() + self.guard_timeout
         while (remaining := deadline - monotonic()) > 0:
@@ -183,7 +183,7 @@ class SandboxedExecute(Execute):
             except (Empty, TimeoutError):
                 return None
             parent = reply["parent_header"].get("msg_id")
-            if parent == request["header"]["msg_id"] and reply["msg_type"] == REPLY:
+            if parent == request["header"]["msg_id"] and reply["msg_type"] == GUARD_REPLY:
                 return list(reply["content"].get("changes", []))
         return None
 

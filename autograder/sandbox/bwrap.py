@@ -62,8 +62,8 @@ class Sandbox:
         bwrap: The bubblewrap executable, or None when the sandbox is off.
         separate_uids: Whether each kernel runs as a uid of its own (needs root).
         reason: Why bubblewrap is off, empty when it is on.
-        packages: Folders of Python packages the kernels import from outside the
-            virtual environment (mounted read only).
+        packages: Folders (or files) of Python packages the kernels import from outside
+            the virtual environment (mounted read only).
         hidden: Paths that must stay out of the sandbox even if under a mounted folder.
     """
 
@@ -280,18 +280,13 @@ def course_sandbox(course: Course, enabled: bool = True) -> Sandbox:
         course: The course being graded.
         enabled: False to grade without bubblewrap.
     """
-    # Found, not imported: importing autograd_pitfalls would import torch here.
-    packages = [
-        Path(find_spec(name).origin).parent  # type: ignore[union-attr, arg-type]
-        for name in ("autograd_pitfalls", "autograder")
-    ]
-    hidden = [
-        course.root,
-        course.solutions,
-        course.source,
-        REPO / "autograder" / "fixtures",
-        REPO / ".git",
-    ]
+    # Found, not imported: importing autograd_pitfalls would import torch here. Of the
+    # grader, only autograder.kernel (and the package's lazy __init__) runs inside: the
+    # pipeline, the fixtures and the course's sources are simply not there.
+    helpers = Path(find_spec("autograd_pitfalls").origin).parent  # type: ignore[union-attr, arg-type]
+    grader = Path(find_spec("autograder").origin)  # type: ignore[union-attr, arg-type]
+    packages = [helpers, grader, grader.parent / "kernel"]
+    hidden = [course.root, course.solutions, course.source, REPO / ".git"]
     return detect_sandbox(enabled, packages=packages, hidden=hidden)
 
 

@@ -1,0 +1,84 @@
+"""The grader's layout: what runs inside a student's sandbox stays apart from the rest.
+
+``autograder/kernel/`` is all of the grader that the sandbox mounts (see
+``autograder.sandbox.bwrap.course_sandbox``): if it imported another part of
+``autograder``, kernels would fail to start inside bubblewrap, or the pipeline would
+have to be mounted where student code can read it.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import REPO
+
+KERNEL = REPO / "autograder" / "kernel"
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every module ``path`` imports, absolute, with its line (relative imports resolved)."""
+    package = "autograder.kernel"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            if module == "autograder":  # `from autograder import pipeline`: a package
+                found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _outside_kernel(module: str) -> bool:
+    inside = module in ("autograder", "autograder.kernel") or module.startswith(
+        "autograder.kernel."
+    )
+    return module.startswith("autograder") and not inside
+
+
+@pytest.mark.parametrize("path", sorted(KERNEL.glob("*.py")), ids=lambda path: path.name)
+def test_kernel_modules_import_nothing_else_from_autograder(path: Path):
+    outside = [
+        f"{path.name}:{line}: {module}"
+        for line, module in _imported_modules(path)
+        if _outside_kernel(module)
+    ]
+    assert not outside, f"autograder/kernel/ must import only itself: {outside}"
+
+
+def test_the_import_check_finds_an_import_from_the_pipeline(tmp_path: Path):
+    module = tmp_path / "leaky.py"
+    module.write_text(
+        "import json\n"
+        "from autograder.kernel import protocol\n"
+        "from autograder import course\n"
+        "def late():\n"
+        "    from autograder.pipeline.run import grade_class\n"
+    )
+    outside = [module for _, module in _imported_modules(module) if _outside_kernel(module)]
+    assert outside == ["autograder.course", "autograder.pipeline.run"]
+
+
+def test_importing_the_kernel_side_loads_no_other_grader_module():
+    # What the zygote and each kernel import, in a fresh interpreter: the package's
+    # __init__ must stay lazy too.
+    probe = (
+        "import sys, autograder.kernel.server, autograder.kernel.guard, autograder.kernel.fs; "
+        "print(sorted(m for m in sys.modules if m.startswith('autograder')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    loaded = eval(result.stdout)
+    assert [module for module in loaded if _outside_kernel(module)] == []
+    assert "autograder.kernel.server" in loaded
