@@ -151,6 +151,21 @@ def _put_interpreter_bin_on_path() -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
+# nbgrader grade ids of an exercise's cells: "q1-answer" (the learner's) and "q1-tests".
+ANSWER_SUFFIX = "-answer"
+TESTS_SUFFIX = "-tests"
+
+
+def exercise_name(grade_id: str) -> str:
+    """Returns the exercise a cell belongs to: ``"q1"`` for ``"q1-tests"`` or ``"q1-answer"``."""
+    return grade_id.removesuffix(TESTS_SUFFIX).removesuffix(ANSWER_SUFFIX)
+
+
+def answer_id(grade_id: str) -> str:
+    """Returns the grade id of the answer cell of an exercise (given by name or cell id)."""
+    return exercise_name(grade_id) + ANSWER_SUFFIX
+
+
 def assignment_ids(course: Course | None = None) -> list[str]:
     """Returns the assignment ids that have a source in ``solutions/``, sorted.
 

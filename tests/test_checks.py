@@ -22,6 +22,7 @@ from autograd_pitfalls import (
     to_meta,
 )
 from autograd_pitfalls.checks import show_warnings_on_stdout
+from autograd_pitfalls.pitfalls import named_in
 
 DEVICES = devices()
 
@@ -132,6 +133,18 @@ def test_every_pitfall_names_its_notebook():
     for key, pitfall in PITFALLS.items():
         assert explain(key).startswith("Pitfall: ")
         assert pitfall.notebook[:2].isdigit()
+
+
+def test_the_report_reads_pitfall_keys_from_their_markers_only():
+    message = "x.grad is None. " + explain("grad-never-reached")
+    assert named_in(message) == ["grad-never-reached"]
+    assert named_in(explain("wrong-device") + "\n" + explain("not-a-leaf")) == [
+        "not-a-leaf",
+        "wrong-device",
+    ]
+    # A student's text that quotes a title names nothing; a wrapped line keeps the marker.
+    assert named_in(f"Pitfall: {PITFALLS['not-a-leaf'].title}.") == []
+    assert named_in("[no-such-pitfall]") == []
 
 
 def test_show_warnings_on_stdout_keeps_warnings_off_stderr(capsys):

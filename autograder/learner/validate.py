@@ -15,7 +15,7 @@ from nbconvert.filters import strip_ansi
 from nbgrader import utils
 from nbgrader.validator import Validator
 
-from autograder.course import nbgrader_config
+from autograder.course import exercise_name, nbgrader_config
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ExerciseResult:
     @property
     def exercise(self) -> str:
         """The exercise's name: the grade id without its ``-tests`` suffix."""
-        return self.grade_id.removesuffix("-tests")
+        return exercise_name(self.grade_id)
 
     @property
     def passed(self) -> bool:

@@ -9,7 +9,7 @@ import nbformat
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.course import Course
+from autograder.course import Course, exercise_name
 from autograder.submission import ERROR, OK, Submission
 
 
@@ -22,10 +22,6 @@ def exercise_ids(course: Course, assignment: str) -> list[str]:
     """
     source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
     return [cell.metadata.nbgrader["grade_id"] for cell in source.cells if utils.is_grade(cell)]
-
-
-def _exercise(grade_id: str) -> str:
-    return grade_id.removesuffix("-tests")
 
 
 def grade_rows(
@@ -67,7 +63,7 @@ def grade_rows(
                             if grade.name in scores:
                                 scores[grade.name] = grade.score
             row.update(score=total, max_score=max_score)
-            row.update({_exercise(grade_id): scores[grade_id] for grade_id in grade_ids})
+            row.update({exercise_name(grade_id): scores[grade_id] for grade_id in grade_ids})
             status, message = submission.status, submission.message
             if status == OK and not submission.graded:
                 # Collected but never graded (autograde not run, or stopped before them):

@@ -2,8 +2,9 @@
 
 Written from the status file, the gradebook and the autograded notebooks, as
 ``exports/<assignment>_report.md`` and ``exports/<assignment>_report.png``. A failing
-test's message names its pitfall (the course's helpers write ``Pitfall: <title>.``), so
-counting those per exercise shows which pitfalls the class falls into. An answer that is
+test's message names its pitfall (the course's helpers end it with the pitfall's marker,
+``[<key>]``, see :func:`autograd_pitfalls.pitfalls.named_in`), so counting those per
+exercise shows which pitfalls the class falls into. An answer that is
 the same code (same syntax tree, comments and layout aside) as a plausible wrong answer
 in ``autograder/fixtures/<assignment>/wrong_answers.py`` is reported by that name.
 """
@@ -11,21 +12,20 @@ in ``autograder/fixtures/<assignment>/wrong_answers.py`` is reported by that nam
 from __future__ import annotations
 
 import ast
-import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbgrader import utils
 
+from autograd_pitfalls.pitfalls import PITFALLS, named_in
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
-from autograder.course import Course
+from autograder.course import Course, answer_id, exercise_name
 from autograder.learner.validate import failure_text
 from autograder.pipeline.export import exercise_ids, grade_rows
 from autograder.submission import STATUSES, load_status
-
-PITFALL_NAMED = re.compile(r"Pitfall: (?P<title>[^.]+)\.")
 
 
 @dataclass
@@ -37,7 +37,7 @@ class ExerciseSummary:
         points: Points available.
         graded: Students graded on it.
         passed: Students who earned all its points.
-        pitfalls: Pitfall title -> students whose failing test named it.
+        pitfalls: Pitfall key -> students whose failing test named it.
         wrong_answers: Name of a known wrong answer -> students who gave it.
     """
 
@@ -97,10 +97,6 @@ def known_wrong_answers(assignment: str, fixtures: Path = FIXTURES) -> dict[str,
     return shapes
 
 
-def _answer_for(test_id: str) -> str:
-    return test_id.removesuffix("-tests") + "-answer"
-
-
 def summarize(
     course: Course, assignment: str, fixtures: Path = FIXTURES
 ) -> tuple[list[ExerciseSummary], Counter[str], dict]:
@@ -115,8 +111,7 @@ def summarize(
         if utils.is_grade(cell)
     }
     summaries = {
-        test_id: ExerciseSummary(test_id.removesuffix("-tests"), points[test_id])
-        for test_id in test_ids
+        test_id: ExerciseSummary(exercise_name(test_id), points[test_id]) for test_id in test_ids
     }
     shapes = known_wrong_answers(assignment, fixtures)
     for student in students:
@@ -134,10 +129,9 @@ def summarize(
                 summary.passed += 1
                 continue
             if test_id in cells:
-                titles = set(PITFALL_NAMED.findall(failure_text(cells[test_id])))
-                summary.pitfalls.update(titles)
-            answer = cells.get(_answer_for(test_id))
-            known = shapes.get(_answer_for(test_id), {})
+                summary.pitfalls.update(named_in(failure_text(cells[test_id])))
+            answer = cells.get(answer_id(test_id))
+            known = shapes.get(answer_id(test_id), {})
             if answer is not None and (name := known.get(_shape(answer.source) or "")):
                 summary.wrong_answers[name] += 1
     statuses = Counter(student.status for student in students)
@@ -167,13 +161,20 @@ def plot_pass_rates(exercises: list[ExerciseSummary], path: Path, title: str) ->
     return path
 
 
-def _counts(exercises: list[ExerciseSummary], counter: str, shown: str) -> list[str]:
+def _counts(
+    exercises: list[ExerciseSummary], counter: str, shown: Callable[[str], str]
+) -> list[str]:
     """One line per exercise and counted item, most frequent first."""
     return [
-        f"- {summary.name}: {shown.format(item)} ({count} student{'' if count == 1 else 's'})"
+        f"- {summary.name}: {shown(item)} ({count} student{'' if count == 1 else 's'})"
         for summary in exercises
         for item, count in getattr(summary, counter).most_common()
     ]
+
+
+def _pitfall_shown(key: str) -> str:
+    pitfall = PITFALLS[key]
+    return f"{pitfall.title} (`{key}`, taught in {pitfall.notebook})"
 
 
 def _markdown(
@@ -203,9 +204,11 @@ def _markdown(
             f"| {100 * summary.pass_rate:.0f}% |"
         )
     lines += ["", "## Pitfalls the class fell into", ""]
-    lines += _counts(exercises, "pitfalls", "{}") or ["None named by a failing test."]
+    lines += _counts(exercises, "pitfalls", _pitfall_shown) or ["None named by a failing test."]
     lines += ["", "## Recognised wrong answers", ""]
-    lines += _counts(exercises, "wrong_answers", "`{}`") or ["None of the known wrong answers."]
+    lines += _counts(exercises, "wrong_answers", "`{}`".format) or [
+        "None of the known wrong answers."
+    ]
     lines += ["", "## Students to look at", ""]
     lines += [f"- {student}: {status}: {message}" for student, status, message in attention]
     lines += [] if attention else ["Every student was graded with status ok."]

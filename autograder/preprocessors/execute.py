@@ -33,6 +33,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
+from autograder.course import exercise_name
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
 from autograder.submission import ERROR, MEMORY, TAMPERED, TIMEOUT, record
 
@@ -54,7 +55,7 @@ def _size(output: NotebookNode) -> int:
 
 
 def _exercise(cell: NotebookNode) -> str:
-    return cell.metadata.nbgrader["grade_id"].removesuffix("-tests")
+    return exercise_name(cell.metadata.nbgrader["grade_id"])
 
 
 def _where(cell: NotebookNode, index: int) -> str:

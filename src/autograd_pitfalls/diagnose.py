@@ -472,7 +472,13 @@ def _finding(kind: FindingKind, *, message: list[str], **fields: Any) -> Finding
 def _wrap(text: str) -> str:
     """Wraps one line of a message, indented, never inside a `code` span."""
     glued = re.sub(r"`[^`]+`", lambda span: span.group().replace(" ", "\0"), text)
-    wrapped = textwrap.fill(glued, _WIDTH, initial_indent="   ", subsequent_indent="   ")
+    wrapped = textwrap.fill(
+        glued,
+        _WIDTH,
+        initial_indent="   ",
+        subsequent_indent="   ",
+        break_on_hyphens=False,  # a pitfall's marker, [stale-saved-tensor], stays whole
+    )
     return wrapped.replace("\0", " ")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PITFALLS", "Pitfall", "explain"]
+__all__ = ["PITFALLS", "Pitfall", "explain", "named_in"]
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,18 @@ class Pitfall:
     advice: str
     notebook: str
 
+    @property
+    def marker(self) -> str:
+        """The tag that ends every message naming this pitfall, for example ``[not-a-leaf]``.
+
+        Tools read the key from it (see :func:`named_in`), never the wording around it,
+        which may change.
+        """
+        return f"[{self.key}]"
+
     def describe(self) -> str:
-        """Returns the pitfall as one paragraph: title, advice and where it is taught."""
-        return f"Pitfall: {self.title}. {self.advice} (taught in {self.notebook})"
+        """Returns the pitfall as one paragraph: title, advice, where it is taught, marker."""
+        return f"Pitfall: {self.title}. {self.advice} (taught in {self.notebook}) {self.marker}"
 
 
 _ALL = (
@@ -169,3 +178,16 @@ def explain(key: str) -> str:
         KeyError: If ``key`` names no pitfall.
     """
     return PITFALLS[key].describe()
+
+
+def named_in(text: str) -> list[str]:
+    """Returns the keys of the pitfalls whose marker appears in ``text``, in key order.
+
+    The grader's class report counts, per exercise, the pitfalls its failing tests named:
+    it reads the markers that :func:`explain` writes, so a reworded title or advice, or a
+    student's own text that quotes a title, changes nothing.
+
+    Args:
+        text: A failure message, or several.
+    """
+    return [key for key, pitfall in PITFALLS.items() if pitfall.marker in text]
