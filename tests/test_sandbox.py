@@ -96,6 +96,38 @@ def test_folders_under_tmp_stay_visible_inside_the_private_tmp(tmp_path):
 
 
 @needs_bwrap
+def test_a_course_under_a_non_ascii_path_keeps_its_mounts_when_tmp_is_emptied(tmp_path):
+    # Between two students the zygote empties the sandbox's /tmp, except what is mounted
+    # there. A course cloned under /tmp/josé café must be recognised as mounted: reading
+    # the mount table by hand decoded it as /tmp/josÃ© café, and emptied the writable
+    # folder (the zygote's log, the kernels' folders) as if a student had left it.
+    course = tmp_path / "josé café"
+    package, writable = course / "pkg", course / "run"
+    package.mkdir(parents=True)
+    writable.mkdir()
+    (package / "module.py").write_text("VALUE = 42\n")
+    (writable / "zygote.log").write_text("kept\n")
+    sandbox = detect_sandbox(packages=[*SANDBOX.packages, package])
+    probe = """
+import sys
+from pathlib import Path
+from autograder.kernel.server import _empty_scratch_dirs, _mount_points
+package, writable = Path(sys.argv[1]), Path(sys.argv[2])
+Path("/tmp/left-by-a-student").write_text("x")
+print(package in _mount_points(), writable in _mount_points())
+_empty_scratch_dirs(keep=writable / "k0001")
+print(sorted(p.name for p in writable.iterdir()), Path("/tmp/left-by-a-student").exists())
+"""
+    command = [sys.executable, "-c", probe, str(package), str(writable)]
+    result = subprocess.run(
+        sandbox.wrap(command, writable), capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.split("\n")[:2] == ["True True", "['work', 'zygote.log'] False"], (
+        result.stdout + result.stderr
+    )
+
+
+@needs_bwrap
 def test_the_sandbox_hides_the_course_the_pipeline_and_the_network(built_course: Course, tmp_path):
     sandbox = course_sandbox(built_course)
     probe = """

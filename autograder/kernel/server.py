@@ -41,6 +41,8 @@ import traceback
 import warnings
 from pathlib import Path
 
+import psutil
+
 from autograder.kernel import protocol
 from autograder.kernel.fs import chown_tree, remove_tree
 
@@ -72,13 +74,9 @@ def _prctl(option: int, value: int) -> None:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
 
-def _status_bytes(field: str) -> int:
-    """Returns a size from /proc/self/status, for example ``VmSize`` or ``VmData``."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) * 1024
-    return 0
+def _memory_now(kind: str) -> int:
+    """Returns this process's address space (``"vms"``) or data segment (``"data"``), bytes."""
+    return getattr(psutil.Process().memory_info(), kind)
 
 
 def _set_limits(limits: dict[str, int], own_uid: bool) -> None:
@@ -94,9 +92,9 @@ def _set_limits(limits: dict[str, int], own_uid: bool) -> None:
         # CUDA reserves terabytes of address space (PROT_NONE, never written), so an
         # address-space cap would stop it from starting. RLIMIT_DATA counts what can be
         # written (heap and private writable mappings: every tensor on the host).
-        cap(resource.RLIMIT_DATA, _status_bytes("VmData") + limits["memory_mb"] * mib)
+        cap(resource.RLIMIT_DATA, _memory_now("data") + limits["memory_mb"] * mib)
     else:
-        cap(resource.RLIMIT_AS, _status_bytes("VmSize") + limits["memory_mb"] * mib)
+        cap(resource.RLIMIT_AS, _memory_now("vms") + limits["memory_mb"] * mib)
     cap(resource.RLIMIT_FSIZE, limits["file_mb"] * mib)
     cap(resource.RLIMIT_CORE, 0)
     # A backstop for the wall-clock limit the grader enforces; CPU time, all threads.
@@ -220,30 +218,21 @@ class _Server:
 
     def _others(self, uid: int | None) -> list[int]:
         """Processes to kill: descendants of the zygote, and any process of ``uid``."""
-        parents: dict[int, int] = {}
-        owners: dict[int, int] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/status") as status:
-                    fields = dict(line.split(":", 1) for line in status if ":" in line)
-            except OSError:
-                continue
-            if fields.get("State", "").split()[:1] == ["Z"]:
-                continue  # a zombie: already dead, reaped below
-            parents[int(entry)] = int(fields["PPid"])
-            owners[int(entry)] = int(fields["Uid"].split()[0])
-        me = os.getpid()
-        found = {pid for pid, owner in owners.items() if uid is not None and owner == uid}
-        frontier = [me]
+        children: dict[int, list[int]] = {}
+        found = set()
+        for process in psutil.process_iter(["ppid", "uids", "status"]):
+            info = process.info
+            if info["status"] == psutil.STATUS_ZOMBIE or info["ppid"] is None:
+                continue  # a zombie is already dead (reaped below); None: it just exited
+            children.setdefault(info["ppid"], []).append(process.pid)
+            if uid is not None and info["uids"] is not None and info["uids"].real == uid:
+                found.add(process.pid)
+        frontier = [os.getpid()]
         while frontier:
-            parent = frontier.pop()
-            children = [pid for pid, ppid in parents.items() if ppid == parent]
-            found.update(children)
-            frontier.extend(children)
-        found.discard(me)
-        found.discard(1)
+            below = children.get(frontier.pop(), [])
+            found.update(below)
+            frontier.extend(below)
+        found -= {os.getpid(), 1}
         return sorted(found)
 
     def _kill_as(self, uid: int) -> None:
@@ -290,13 +279,9 @@ class _Server:
 
 def _mount_points() -> set[Path]:
     """Returns where something is mounted in this process's view of the file system."""
-    points = set()
-    with open("/proc/self/mounts") as mounts:
-        for line in mounts:
-            # Spaces and the like in a path are written as octal escapes (\040).
-            point = line.split()[1].encode().decode("unicode_escape")
-            points.add(Path(point))
-    return points
+    # psutil decodes the mount table's octal escapes and non-ASCII paths (a course under
+    # /tmp/josé) as the file system names them.
+    return {Path(partition.mountpoint) for partition in psutil.disk_partitions(all=True)}
 
 
 def _empty_scratch_dirs(keep: Path) -> None:
