@@ -544,3 +544,24 @@ def test_diagnose_rejects_what_is_not_a_tensor():
         diagnose(torch.ones(1), params=[torch.ones(1)])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"params\['w'\] should be a tensor"):
         diagnose(torch.ones(1), params={"w": 1.0})  # type: ignore[dict-item]
+
+
+def test_an_error_message_diagnose_does_not_know_is_reported_never_dropped(monkeypatch):
+    # diagnose reads stale vs freed from torch's message. Reword the stale message (as a
+    # future torch might) by making the version pattern match nothing: the saved tensor
+    # must come out as an unrecognised error, with torch's words, not as "nothing wrong".
+    import autograd_pitfalls.walk as walk
+
+    monkeypatch.setattr(walk, "_VERSIONS", re.compile(r"(?!x)x(\d)(\d)"))
+    w = torch.ones(3, requires_grad=True)
+    h = w * 2
+    loss = (h * h).sum()
+    h.add_(1)
+    report = diagnose(loss)
+    kinds = [finding.kind for finding in report.findings]
+    assert kinds == ["unrecognised-error", "unrecognised-error"]
+    finding = report.findings[0]
+    assert finding.node == "MulBackward0"
+    assert "modified by an inplace operation" in finding.message
+    assert "does not recognise" in str(report)
+    assert "unknown error when unpacked" in to_dot(loss)

@@ -15,6 +15,7 @@ from nbconvert.filters import strip_ansi
 from nbgrader import utils
 from nbgrader.validator import Validator
 
+from autograder.compat import changed_locked_cells, execute_for_validation
 from autograder.course import exercise_name, nbgrader_config
 
 
@@ -117,10 +118,10 @@ class _ExerciseValidator(Validator):
     def run(self, path: Path) -> tuple[nbformat.NotebookNode, list[str]]:
         notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
         with utils.chdir(str(path.parent)):
-            executed = self._preprocess(notebook)
+            executed = execute_for_validation(self, notebook)
         changed = [
             cell.metadata.nbgrader.get("grade_id", "?")
-            for cell in self._get_changed_cells(executed)
+            for cell in changed_locked_cells(self, executed)
         ]
         return executed, changed
 

@@ -23,6 +23,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
+from autograder.compat import kernel_is_alive, record_kernel_info
 from autograder.sandbox import zygote
 from autograder.sandbox.zygote import KernelSlot, kernel_environment
 
@@ -173,14 +174,14 @@ class ReadyClient(AsyncKernelClient):  # type: ignore[misc]
             # IOPub may connect after the first status is sent: ask again soon.
             if await self._idle_after(request, min(0.1, deadline - time.monotonic())):
                 break
-            if not await self._async_is_alive():
+            if not await kernel_is_alive(self):
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
         while True:  # the reply; earlier retries' replies are skipped
             reply = await self.shell_channel.get_msg(timeout=max(1.0, deadline - time.monotonic()))
             if reply["parent_header"].get("msg_id") == request:
-                self._handle_kernel_info_reply(reply)
+                record_kernel_info(self, reply)
                 return
 
     wait_for_ready = _async_wait_for_ready  # the name nbclient calls

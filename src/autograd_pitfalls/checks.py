@@ -15,9 +15,8 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
+from autograd_pitfalls.compat import TorchDispatchMode, tree_leaves
 from autograd_pitfalls.pitfalls import explain
 
 __all__ = [

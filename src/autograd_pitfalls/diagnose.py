@@ -36,7 +36,11 @@ from autograd_pitfalls.walk import AutogradGraph, NodeInfo, SavedTensorInfo, wal
 __all__ = ["Finding", "FindingKind", "Report", "diagnose"]
 
 FindingKind = Literal[
-    "stale-saved-tensor", "freed-saved-tensor", "graph-cut", "unreachable-parameter"
+    "stale-saved-tensor",
+    "freed-saved-tensor",
+    "graph-cut",
+    "unreachable-parameter",
+    "unrecognised-error",
 ]
 
 _SHOWN_IN_FULL = 10  # findings printed with their whole message; the rest are counted
@@ -79,8 +83,9 @@ class Finding:
     """One thing ``backward()`` will hit.
 
     Attributes:
-        kind: ``"stale-saved-tensor"``, ``"freed-saved-tensor"``, ``"graph-cut"`` or
-            ``"unreachable-parameter"``.
+        kind: ``"stale-saved-tensor"``, ``"freed-saved-tensor"``, ``"graph-cut"``,
+            ``"unreachable-parameter"``, or ``"unrecognised-error"`` (torch refused to
+            unpack a saved tensor with a message diagnose does not know).
         node: The class name of the ``grad_fn`` concerned, for example ``"MvBackward0"``
             (for a parameter that is not a leaf, its own ``grad_fn``); else None.
         saved: The saved attribute, for example ``"self"``, ``"result"``, ``"mat2"``;
@@ -253,6 +258,8 @@ def diagnose(
                 findings.append(_stale(node, saved, tracked=log is not None))
             elif saved.state == "freed":
                 findings.append(_freed(node, saved))
+            elif saved.state == "unrecognised":
+                findings.append(_unrecognised(node, saved))
     findings += _unreachable(wanted, graph, cut=all(_is_cut(o) for o in outputs))
     return Report(findings, graph)
 
@@ -391,6 +398,23 @@ def _freed(node: NodeInfo, saved: SavedTensorInfo) -> Finding:
             "`total = total + loss`, or a view computed once in __init__) drags its old "
             "graph along: .detach() it, or compute it again in each forward pass.",
             explain("backward-twice"),
+        ],
+    )
+
+
+def _unrecognised(node: NodeInfo, saved: SavedTensorInfo) -> Finding:
+    """The finding for a saved tensor torch refused to unpack for a reason not known here."""
+    return _finding(
+        "unrecognised-error",
+        node=node.name,
+        saved=saved.attribute,
+        node_id=node.id,
+        message=[
+            f"Reading {node.name}'s saved `{saved.attribute}` the way backward() does raised "
+            f"an error diagnose does not recognise: {saved.error}",
+            "backward() will probably raise it too. diagnose knows torch's messages for a "
+            "stale and for a freed saved tensor; this torch may word them differently: "
+            "please report it to the course.",
         ],
     )
 

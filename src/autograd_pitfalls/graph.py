@@ -242,6 +242,8 @@ def _versions(saved: SavedTensorInfo) -> str:
         return f"saved at v{saved.saved_version}, now v{saved.current_version}"
     if saved.state == "unchecked":
         return f"not checked · now v{saved.current_version}"
+    if saved.state == "unrecognised":
+        return "unknown error when unpacked"
     return f"saved v{saved.saved_version} · now v{saved.current_version}"
 
 

@@ -33,7 +33,8 @@ from typing import Any
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograd_pitfalls.compat import OpOverload, TorchDispatchMode, op_arguments, op_name
 
 __all__ = ["InplaceLog", "InplaceWrite", "latest_log", "track_inplace"]
 
@@ -206,7 +207,7 @@ class _RecordWrites(TorchDispatchMode):
 
     def __torch_dispatch__(
         self,
-        func: torch._ops.OpOverload,
+        func: OpOverload,
         types: Any,
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
@@ -232,7 +233,7 @@ class _RecordWrites(TorchDispatchMode):
 _WRITTEN: dict[Any, tuple[tuple[int, str, str], ...]] = {}
 
 
-def _written_arguments(func: torch._ops.OpOverload) -> tuple[tuple[int, str, str], ...]:
+def _written_arguments(func: OpOverload) -> tuple[tuple[int, str, str], ...]:
     """(position, name, op label) of each argument the op writes, cached per op.
 
     The schema marks them: ``add_(Tensor(a!) self, ...)``, ``add.out(..., Tensor(a!)
@@ -243,9 +244,9 @@ def _written_arguments(func: torch._ops.OpOverload) -> tuple[tuple[int, str, str
             (
                 index,
                 argument.name,
-                f"{func._opname} (out=)" if argument.kwarg_only else func._opname,
+                f"{op_name(func)} (out=)" if argument.kwarg_only else op_name(func),
             )
-            for index, argument in enumerate(func._schema.arguments)
+            for index, argument in enumerate(op_arguments(func))
             if argument.alias_info is not None and argument.alias_info.is_write
         )
     return _WRITTEN[func]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import torch
 
+from autograd_pitfalls.compat import CHECKED_SAVED_PREFIX, RAW_SAVED_PREFIX
 from autograd_pitfalls.track import InplaceLog, InplaceWrite
 
 __all__ = [
@@ -34,12 +35,11 @@ __all__ = [
     "walk_graph",
 ]
 
-SavedState = Literal["ok", "stale", "freed", "unchecked"]
+SavedState = Literal["ok", "stale", "freed", "unchecked", "unrecognised"]
 NodeKind = Literal["op", "custom", "accumulate-grad"]
 
 # The version check's message, e.g. "... is at version 1; expected version 0 instead."
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+) instead")
-_RAW_PREFIX = "_raw_saved_"
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,12 @@ class SavedTensorInfo:
         state: ``"ok"``; ``"stale"`` (modified in place since it was saved, backward()
             will raise); ``"freed"`` (a previous backward() released it); ``"unchecked"``
             (no check possible, for example because an earlier tensor of the same saved
-            list is stale).
+            list is stale); ``"unrecognised"`` (reading it raised an error this module
+            does not recognise, kept in ``error``: a torch version it was not written for).
         write: For a stale tensor, the in-place write that made it stale (the one that
             gave it version ``saved_version + 1``), when ``track_inplace()`` recorded it;
             else None.
+        error: For an unrecognised state, torch's error message; else empty.
     """
 
     id: str
@@ -132,6 +134,7 @@ class SavedTensorInfo:
     current_version: int | None
     state: SavedState
     write: InplaceWrite | None = None
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -315,12 +318,12 @@ def _accessors_of(fn: Any) -> tuple[tuple[str, str, str | None], ...]:
         attributes = dir(fn)  # sorted, so the saved tensors come in a stable order
         _ACCESSORS[cls] = tuple(
             (
-                name[len(_RAW_PREFIX) :],
+                name[len(RAW_SAVED_PREFIX) :],
                 name,
-                _checked_accessor(name[len(_RAW_PREFIX) :], attributes),
+                _checked_accessor(name[len(RAW_SAVED_PREFIX) :], attributes),
             )
             for name in attributes
-            if name.startswith(_RAW_PREFIX)
+            if name.startswith(RAW_SAVED_PREFIX)
         )
     return _ACCESSORS[cls]
 
@@ -342,7 +345,7 @@ def _saved_tensors_of(
         except RuntimeError as error:
             # A custom Function's saved list is gone as a whole after backward().
             state, _ = _classify(error)
-            found.append(_unreadable(node_id, attribute, state))
+            found.append(_unreadable(node_id, attribute, state, _unrecognised(state, error)))
             continue
         if isinstance(raw, list | tuple):
             found.extend(_saved_list(fn, node_id, attribute, raw, checked_attribute, named, writes))
@@ -355,8 +358,8 @@ def _saved_tensors_of(
 
 def _checked_accessor(attribute: str, attributes: list[str]) -> str | None:
     """Names the accessor that unpacks ``attribute`` with the version check, if any."""
-    if f"_saved_{attribute}" in attributes:
-        return f"_saved_{attribute}"
+    if CHECKED_SAVED_PREFIX + attribute in attributes:
+        return CHECKED_SAVED_PREFIX + attribute
     if attribute == "tensors" and "saved_tensors" in attributes:
         return "saved_tensors"  # a custom Function's ctx.save_for_backward(...)
     return None
@@ -364,21 +367,22 @@ def _checked_accessor(attribute: str, attributes: list[str]) -> str | None:
 
 def _check(
     fn: Any, checked_attribute: str | None
-) -> tuple[SavedState, tuple[int, int] | None, Any]:
+) -> tuple[SavedState, tuple[int, int] | None, Any, str]:
     """Unpacks a saved attribute as backward() would.
 
     Returns:
-        The state (``"ok"``, ``"stale"``, ``"freed"`` or ``"unchecked"``), the pair
-        (saved version, current version) read from a stale error, and the unpacked value
-        when the check passed.
+        The state (``"ok"``, ``"stale"``, ``"freed"``, ``"unchecked"`` or
+        ``"unrecognised"``), the pair (saved version, current version) read from a stale
+        error, the unpacked value when the check passed, and torch's message when the
+        state is unrecognised.
     """
     if checked_attribute is None:
-        return "unchecked", None, None
+        return "unchecked", None, None, ""
     try:
-        return "ok", None, getattr(fn, checked_attribute)
+        return "ok", None, getattr(fn, checked_attribute), ""
     except RuntimeError as error:
         state, versions = _classify(error)
-        return state, versions, None
+        return state, versions, None, _unrecognised(state, error)
 
 
 def _classify(error: RuntimeError) -> tuple[SavedState, tuple[int, int] | None]:
@@ -389,7 +393,13 @@ def _classify(error: RuntimeError) -> tuple[SavedState, tuple[int, int] | None]:
         return "stale", (int(versions.group(2)), int(versions.group(1)))
     if "freed" in message or "second time" in message:
         return "freed", None
-    return "unchecked", None
+    # torch says why only in words: a reworded message must show, never pass as fine.
+    return "unrecognised", None
+
+
+def _unrecognised(state: SavedState, error: BaseException) -> str:
+    """Torch's message when ``state`` is unrecognised, else empty."""
+    return f"{type(error).__name__}: {error}" if state == "unrecognised" else ""
 
 
 def _live(raw: Any) -> torch.Tensor | None:
@@ -412,12 +422,12 @@ def _saved_one(
     writes: InplaceLog | None,
 ) -> SavedTensorInfo | None:
     """Describes one saved tensor; returns None for an optional one that was not saved."""
-    state, versions, value = _check(fn, checked_attribute)
+    state, versions, value, error = _check(fn, checked_attribute)
     live = _live(raw)
     if state == "ok" and live is None and not isinstance(value, torch.Tensor):
         return None  # an optional saved tensor left undefined, e.g. a missing bias
     tensor = live if live is not None else value
-    return _describe_saved(node_id, attribute, tensor, state, versions, named, writes)
+    return _describe_saved(node_id, attribute, tensor, state, versions, named, writes, error)
 
 
 def _saved_list(
@@ -435,7 +445,7 @@ def _saved_list(
     gives its shape and versions; the tensors before it passed, those after it were not
     checked.
     """
-    state, versions, values = _check(fn, checked_attribute)
+    state, versions, values, error = _check(fn, checked_attribute)
     lives = [_live(raw) for raw in raws]
     if state == "ok":  # saved-tensor hooks can hide the tensor from .data; use the check's
         lives = [
@@ -459,6 +469,7 @@ def _saved_list(
                 versions if element_state == "stale" else None,
                 named,
                 writes,
+                error,
             )
         )
     return found
@@ -482,10 +493,11 @@ def _describe_saved(
     versions: tuple[int, int] | None,
     named: _Names,
     writes: InplaceLog | None,
+    error: str = "",
 ) -> SavedTensorInfo:
     """Builds the record of one saved tensor from what the checks found."""
     if state == "freed" or tensor is None:
-        return _unreadable(node_id, attribute, state)
+        return _unreadable(node_id, attribute, state, error)
     current = tensor._version
     if state == "ok":
         saved_version: int | None = current
@@ -507,10 +519,13 @@ def _describe_saved(
         current_version=current,
         state=state,
         write=write,
+        error=error,
     )
 
 
-def _unreadable(node_id: str, attribute: str, state: SavedState) -> SavedTensorInfo:
+def _unreadable(
+    node_id: str, attribute: str, state: SavedState, error: str = ""
+) -> SavedTensorInfo:
     """The record of a saved tensor that cannot be read any more (freed)."""
     return SavedTensorInfo(
         id=_saved_id(node_id, attribute),
@@ -522,6 +537,7 @@ def _unreadable(node_id: str, attribute: str, state: SavedState) -> SavedTensorI
         saved_version=None,
         current_version=None,
         state=state,
+        error=error,
     )
 
 

@@ -1,0 +1,131 @@
+"""The private APIs of torch, nbgrader, nbclient and jupyter_client this project uses.
+
+Each is reached through one compat module (``autograd_pitfalls.compat``,
+``autograder.compat``). These tests check them against the installed versions, so that
+an upgrade that renames, moves or rewords one fails here, with its name, instead of as
+a drawing that misses a stale tensor or a wrong grade.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+import nbformat
+import pytest
+import torch
+from nbformat import v4
+
+from autograd_pitfalls import compat as torch_compat
+from autograd_pitfalls import walk
+from autograder import compat
+from autograder.course import nbgrader_config
+
+VERSIONS = {
+    name: importlib.metadata.version(name)
+    for name in ("torch", "nbgrader", "nbclient", "jupyter_client")
+}
+
+
+def test_a_dispatch_mode_sees_each_aten_op_with_the_arguments_it_writes():
+    seen = []
+
+    class Record(torch_compat.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            written = [
+                argument.name
+                for argument in torch_compat.op_arguments(func)
+                if argument.alias_info is not None and argument.alias_info.is_write
+            ]
+            seen.append((torch_compat.op_name(func), written))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.zeros(3)
+    with Record():
+        x.add_(1)
+        torch.add(x, 1, out=torch.empty(3))
+    assert ("add_", ["self"]) in seen, (VERSIONS["torch"], seen)
+    assert ("add", ["out"]) in seen, (VERSIONS["torch"], seen)
+
+
+def test_tree_leaves_flattens_nested_arguments():
+    tensor = torch.ones(1)
+    assert torch_compat.tree_leaves(((tensor, [2, {"k": 3}]), {"out": 4})) == [tensor, 2, 3, 4]
+
+
+def test_backward_nodes_expose_their_saved_tensors_raw_and_checked():
+    a, b = torch.ones(2, requires_grad=True), torch.full((2,), 3.0, requires_grad=True)
+    product = a * b
+    node = product.grad_fn
+    names = dir(node)
+    for saved in ("self", "other"):
+        assert torch_compat.RAW_SAVED_PREFIX + saved in names, VERSIONS["torch"]
+        assert torch_compat.CHECKED_SAVED_PREFIX + saved in names, VERSIONS["torch"]
+    raw = getattr(node, torch_compat.RAW_SAVED_PREFIX + "other")
+    assert torch.equal(raw.data, b)
+
+
+def test_torchs_stale_and_freed_messages_are_the_ones_diagnose_reads():
+    # diagnose tells stale from freed by torch's words: if a release rewords them, the
+    # graph walk reports "unrecognised" (never "fine"), and this test says why.
+    w = torch.ones(3, requires_grad=True)
+    h = w * 2
+    loss = (h * h).sum()
+    h.add_(1)
+    with pytest.raises(RuntimeError) as stale:
+        _ = loss.grad_fn.next_functions[0][0]._saved_self
+    assert walk._classify(stale.value)[0] == "stale", str(stale.value)
+    assert walk._VERSIONS.search(str(stale.value)), str(stale.value)
+
+    y = (w * w).sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as freed:
+        _ = y.grad_fn.next_functions[0][0]._saved_self
+    assert walk._classify(freed.value)[0] == "freed", str(freed.value)
+
+
+@pytest.mark.parametrize(("path", "method", "parameters"), compat.OVERRIDDEN)
+def test_the_private_methods_we_override_still_exist_with_their_parameters(
+    path: str, method: str, parameters: tuple[str, ...]
+):
+    module_name, _, class_name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    assert hasattr(cls, method), f"{path}.{method} is gone ({VERSIONS})"
+    signature = inspect.signature(getattr(cls, method))
+    names = [name for name in signature.parameters if name != "self"]
+    assert names[: len(parameters)] == list(parameters), (path, method, names, VERSIONS)
+    assert inspect.iscoroutinefunction(getattr(cls, method)), (path, method)
+
+
+def test_nbgraders_validator_executes_and_finds_changed_locked_cells(tmp_path):
+    from nbgrader.validator import Validator
+
+    locked = v4.new_code_cell(
+        "x = 1  # edited",
+        metadata={
+            "nbgrader": {
+                "grade_id": "setup",
+                "locked": True,
+                "solution": False,
+                "grade": False,
+                "checksum": "0" * 32,  # not the checksum of this source
+                "schema_version": 3,
+            }
+        },
+    )
+    notebook = v4.new_notebook(cells=[locked, v4.new_code_cell("print(x + 1)")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    validator = Validator(config=nbgrader_config())
+    executed = compat.execute_for_validation(validator, nbformat.from_dict(notebook))
+    assert executed.cells[1].outputs[0]["text"] == "2\n", VERSIONS["nbgrader"]
+    changed = compat.changed_locked_cells(validator, executed)
+    assert [cell.metadata.nbgrader["grade_id"] for cell in changed] == ["setup"]
+
+
+def test_kernel_client_helpers_exist():
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    for name in ("_async_is_alive", "_handle_kernel_info_reply"):
+        assert callable(getattr(AsyncKernelClient, name, None)), (name, VERSIONS)
+    assert re.fullmatch(r"\d+\.\d+.*", VERSIONS["jupyter_client"])
