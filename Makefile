@@ -29,7 +29,7 @@ check: $(SETUP) ## Check your exercises: make check NB=notebooks/01_leaf_tensors
 	$(PYTHON) -m autograder check $(NB)
 
 fixtures: $(SETUP) ## Regenerate the sample submissions in autograder/fixtures/
-	$(PYTHON) -m autograder fixtures
+	$(PYTHON) -m tests.support
 
 grade: $(SETUP) ## Grade a class: make grade ASSIGNMENT=01_leaf_tensors SUBMISSIONS=folder JOBS=2
 	$(PYTHON) -m autograder grade $(ASSIGNMENT) $(SUBMISSIONS) --jobs $(JOBS)

@@ -7,8 +7,7 @@ The modules that import nbgrader (seconds) are imported in the commands that nee
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import multiprocessing.forkserver
+import logging
 import sys
 import warnings
 from collections.abc import Sequence
@@ -16,24 +15,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.course import Course
+from autograder.errors import AutograderError
+from autograder.pipeline import worker_context
+from autograder.pipeline.progress import Progress
 from autograder.sandbox.limits import DEVICES, Limits
-from autograder.sandbox.zygote import Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.sandbox.zygote import Zygote, close_zygotes, launch_zygotes
 from autograder.submission import OK, load_status
 
 if TYPE_CHECKING:
     from autograder.submission import Submission
 
 
+def _print_error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
 def _build(args: argparse.Namespace) -> int:
-    from autograder.authoring.build import BuildError, build
+    from autograder.authoring.build import build
 
     course = Course.repository()
-    try:
-        for path in build(course, args.assignments or None):
-            print(f"wrote {path.relative_to(course.root)}")
-    except BuildError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    for path in build(course, args.assignments or None):
+        print(f"wrote {path.relative_to(course.root)}")
     return 0
 
 
@@ -44,34 +46,13 @@ def _check(args: argparse.Namespace) -> int:
     for notebook in args.notebooks:
         try:
             report = check_notebook(Path(notebook), cell_timeout=args.timeout)
-        except (OSError, ValueError) as error:
-            print(f"error: cannot check {notebook}: {error}", file=sys.stderr)
+        except (OSError, ValueError) as error:  # this notebook only: check the others
+            _print_error(f"cannot check {notebook}: {error}")
             failed = True
             continue
         print(report.format())
         failed = failed or not report.ok
     return 1 if failed else 0
-
-
-def _fixtures(args: argparse.Namespace) -> int:
-    from autograder.authoring.build import BuildError, build
-    from autograder.course import assignment_ids
-    from tests.support.adversarial import load_attacks, write_adversarial
-    from tests.support.fixtures import FixtureError, write_fixtures
-
-    course = Course.repository()
-    try:
-        for assignment in args.assignments or assignment_ids(course):
-            build(course, [assignment])
-            written = write_fixtures(course, assignment)
-            if assignment == load_attacks()[0]:
-                written += write_adversarial(course)
-            for path in written:
-                print(f"wrote {path.relative_to(course.root)}")
-    except (BuildError, FixtureError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _course(args: argparse.Namespace) -> Course:
@@ -103,13 +84,14 @@ def _limits(args: argparse.Namespace) -> Limits:
     )
 
 
-def _device_problem(args: argparse.Namespace) -> str:
-    """Returns why the tests cannot run on ``--device`` here, or "" when they can."""
+def _require_device(args: argparse.Namespace) -> None:
+    """Stops the command when the tests cannot run on ``--device`` here."""
     from autograder.sandbox.bwrap import gpu_nodes
 
     if args.device == "cuda" and not gpu_nodes():
-        return "--device cuda: this machine has no NVIDIA GPU (no /dev/nvidia* device files)"
-    return ""
+        raise AutograderError(
+            "--device cuda: this machine has no NVIDIA GPU (no /dev/nvidia* device files)"
+        )
 
 
 def _id_width(ids: list[str]) -> int:
@@ -135,11 +117,7 @@ def _print_rows(rows: list[dict]) -> None:
 def _collect(args: argparse.Namespace) -> int:
     from autograder.pipeline.run import collect_class
 
-    try:
-        _print_students(collect_class(_course(args), args.assignment, Path(args.submissions)))
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    _print_students(collect_class(_course(args), args.assignment, Path(args.submissions)))
     return 0
 
 
@@ -153,23 +131,22 @@ def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zyg
     jobs = max(1, min(args.jobs, students))
     zygotes = launch_zygotes(sandbox, _limits(args), jobs)
     if jobs > 1:
-        # The worker processes fork from a server that imports nbgrader: start it now too.
-        multiprocessing.get_context("forkserver").set_forkserver_preload(
-            ["autograder.pipeline.parallel"]
-        )
-        multiprocessing.forkserver.ensure_running()
+        # The grading processes fork from a server that imports nbgrader: start it now too.
+        worker_context(start=True)
     return zygotes
 
 
 def _autograde(args: argparse.Namespace) -> int:
-    if problem := _device_problem(args):
-        print(f"error: {problem}", file=sys.stderr)
-        return 1
+    _require_device(args)
     course = _course(args)
     collected, _ = load_status(course, args.assignment)
-    zygotes = _launch(args, course, sum(student.status == OK for student in collected))
+    todo = [
+        s
+        for s in collected
+        if s.status == OK and (not args.student or s.student_id in args.student)
+    ]
+    zygotes = _launch(args, course, len(todo))
     # Imported while the zygotes import torch.
-    from autograder.authoring.build import BuildError
     from autograder.pipeline.run import autograde_class
 
     try:
@@ -180,10 +157,9 @@ def _autograde(args: argparse.Namespace) -> int:
             limits=_limits(args),
             sandbox=args.sandbox,
             zygotes=zygotes,
+            only=args.student,
+            progress=Progress(),
         )
-    except (BuildError, ZygoteError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
     finally:
         close_zygotes(zygotes)
     _print_students(students)
@@ -191,29 +167,19 @@ def _autograde(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    from autograder.authoring.build import BuildError
     from autograder.pipeline.run import feedback_class
 
     course = _course(args)
-    try:
-        feedback_class(course, args.assignment, jobs=args.jobs)
-    except BuildError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    feedback_class(course, args.assignment, jobs=args.jobs)
     print(f"feedback: {course.root / 'feedback'}/<student>/{args.assignment}/")
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    from autograder.authoring.build import BuildError
     from autograder.pipeline.run import export_class
 
     course = _course(args)
-    try:
-        rows, csv_path = export_class(course, args.assignment)
-    except BuildError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    rows, csv_path = export_class(course, args.assignment)
     _print_rows(rows)
     print(f"grades: {csv_path.relative_to(course.root)}")
     return 0
@@ -223,11 +189,7 @@ def _report(args: argparse.Namespace) -> int:
     from autograder.pipeline.report import write_report
 
     course = _course(args)
-    try:
-        report = write_report(course, args.assignment)
-    except (FileNotFoundError, KeyError) as error:
-        print(f"error: cannot report on {args.assignment}: {error}", file=sys.stderr)
-        return 1
+    report = write_report(course, args.assignment)
     print(report.markdown.read_text())
     print(f"report: {report.markdown.relative_to(course.root)}")
     print(f"plot:   {report.plot.relative_to(course.root)}")
@@ -235,15 +197,12 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    if problem := _device_problem(args):
-        print(f"error: {problem}", file=sys.stderr)
-        return 1
+    _require_device(args)
     course = _course(args)
     folder = Path(args.submissions)
     entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
-    zygotes = _launch(args, course, len(entries))
+    zygotes = _launch(args, course, len(args.student) if args.student else len(entries))
     # Imported while the zygotes import torch.
-    from autograder.authoring.build import BuildError
     from autograder.pipeline.run import grade_class
 
     try:
@@ -255,10 +214,9 @@ def _grade(args: argparse.Namespace) -> int:
             limits=_limits(args),
             sandbox=args.sandbox,
             zygotes=zygotes,
+            only=args.student,
+            progress=Progress(),
         )
-    except (BuildError, FileNotFoundError, ZygoteError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
     finally:
         close_zygotes(zygotes)
     _print_rows(result.rows)
@@ -298,6 +256,13 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
         help="MB a student's code may write in its folder, and in /tmp and /dev/shm (sandbox only)",
     )
     command.add_argument(
+        "--student",
+        action="append",
+        metavar="ID",
+        help="grade this student only (repeat for more): a late submission joins the class "
+        "graded earlier; the CSV and the report still cover everyone",
+    )
+    command.add_argument(
         "--no-sandbox",
         dest="sandbox",
         action="store_false",
@@ -326,14 +291,6 @@ def parser() -> argparse.ArgumentParser:
     check_cmd.add_argument("notebooks", nargs="+", help="notebook files to check")
     check_cmd.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     check_cmd.set_defaults(run=_check)
-
-    fixtures_cmd = commands.add_parser(
-        "fixtures",
-        help="write the sample submissions from autograder/fixtures/*/wrong_answers.py "
-        "and adversarial/attacks.py",
-    )
-    fixtures_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
-    fixtures_cmd.set_defaults(run=_fixtures)
 
     collect_cmd = commands.add_parser(
         "collect", help="copy a folder of submissions into submitted/ and record each status"
@@ -389,9 +346,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # autograde; they are about nbgrader's internals and say nothing to an instructor.
     # (Matched by the module that triggers them: importing SQLAlchemy here costs time.)
     warnings.filterwarnings("ignore", module="nbgrader")
+    # A student whose grading fails gets one line in the CSV; its traceback goes to
+    # stderr (the grader's logger only: nbgrader's own chatter stays where it was).
+    log = logging.getLogger("autograder")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
     command_line = parser()
     args, unknown = command_line.parse_known_args(argv)
     if unknown and args.command != "lab":
         command_line.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.jupyter_args = unknown
-    return args.run(args)
+    try:
+        return args.run(args)
+    except AutograderError as error:
+        _print_error(str(error))
+        return 1

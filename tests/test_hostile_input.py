@@ -17,6 +17,7 @@ import pytest
 from nbformat import v4
 
 from autograder.course import Course
+from autograder.errors import SandboxError
 from autograder.kernel.fs import remove_tree
 from autograder.pipeline import collect as collect_module
 from autograder.pipeline.collect import collect, student_id_problem
@@ -140,7 +141,7 @@ def test_uid_blocks_are_never_shared_between_runs(tmp_path, monkeypatch):
     first, first_claim = sandbox.claim_uid_block(tmp_path)
     second, second_claim = sandbox.claim_uid_block(tmp_path)
     assert {first, second} == {0, 1}
-    with pytest.raises(RuntimeError, match="held by other runs"):
+    with pytest.raises(SandboxError, match="held by other runs"):
         sandbox.claim_uid_block(tmp_path)
     first_claim.close()  # that run ends: its block is free again
     again, again_claim = sandbox.claim_uid_block(tmp_path)
@@ -156,10 +157,11 @@ def test_uid_block_claims_hold_across_processes(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "UID_BLOCKS", 1)
     _, claim = sandbox.claim_uid_block(tmp_path)
     probe = (
-        "import sys; from pathlib import Path; from autograder import sandbox; "
+        "import sys; from pathlib import Path; from autograder.sandbox import bwrap as sandbox; "
+        "from autograder.errors import SandboxError\n"
         "sandbox.UID_BLOCKS = 1\n"
         "try:\n    sandbox.claim_uid_block(Path(sys.argv[1]))\n"
-        "except RuntimeError:\n    sys.exit(3)\n"
+        "except SandboxError:\n    sys.exit(3)\n"
     )
     other_run = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], check=False)
     assert other_run.returncode == 3

@@ -226,3 +226,72 @@ def test_without_the_sandbox_grades_are_the_same_and_every_output_says_it_was_of
         assert {**row, "sandbox": "on"} == {**expected[row["student_id"]], "sandbox": "on"}
     assert result.report is not None
     assert "Sandbox: off (turned off with --no-sandbox)" in result.report.markdown.read_text()
+
+
+@pytest.mark.slow
+def test_a_late_student_is_graded_alone_and_joins_the_class(submissions, tmp_path):
+    assignment = ASSIGNMENTS[0]
+    root = tmp_path / "course"
+    course = Course.at(root, release=root / "release")
+    early = tmp_path / "early"
+    for student in ("perfect", "blank"):
+        shutil.copytree(submissions[assignment] / student, early / student)
+    first = grade_class(course, assignment, early)
+    graded_at = {
+        student: (root / "autograded" / student).stat().st_mtime_ns for student in ("perfect",)
+    }
+
+    late = tmp_path / "late"
+    shutil.copytree(submissions[assignment] / "perfect", late / "late_perfect")
+    shutil.copytree(submissions[assignment] / "blank", late / "not_asked_for")
+    seen = []
+
+    class Seen:
+        def start(self, total):
+            seen.append(("start", total))
+
+        def done(self, submission):
+            seen.append((submission.student_id, submission.status))
+
+        def close(self):
+            seen.append(("close",))
+
+    result = grade_class(course, assignment, late, only={"late_perfect", "absent"}, progress=Seen())
+    rows = _rows(result)
+    # The class is all there; only the late student was graded now.
+    assert set(rows) == {"perfect", "blank", "late_perfect", "absent"}
+    assert (
+        rows["late_perfect"]["score"]
+        == rows["perfect"]["score"]
+        == _rows(first)["perfect"]["score"]
+    )
+    assert rows["late_perfect"]["status"] == "ok"
+    assert rows["absent"]["status"] == "missing"
+    assert not (root / "submitted" / "not_asked_for").exists()
+    assert (root / "autograded" / "perfect").stat().st_mtime_ns == graded_at["perfect"]
+    assert seen == [("start", 1), ("late_perfect", "ok"), ("close",)]
+
+
+def test_progress_is_quiet_unless_on_a_terminal():
+    import io
+
+    from autograder.pipeline.progress import Progress
+    from autograder.submission import Submission
+
+    quiet = io.StringIO()
+    progress = Progress(quiet)  # a StringIO is not a terminal
+    progress.start(2)
+    progress.done(Submission("ada", "ok"))
+    progress.close()
+    assert quiet.getvalue() == ""
+
+    shown = io.StringIO()
+    progress = Progress(shown, enabled=True)
+    progress.start(2)
+    progress.done(Submission("ada", "timeout", "cell 3 ran past its 120 s limit"))
+    progress.done(Submission("bob", "ok"))
+    progress.close()
+    text = shown.getvalue()
+    assert "ada  timeout  (cell 3 ran past its 120 s limit)" in text
+    assert "bob  ok" in text
+    assert "2/2" in text

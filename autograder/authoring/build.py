@@ -9,9 +9,10 @@ import nbformat
 
 from autograder.authoring.normalize import normalize
 from autograder.course import Course, assignment_ids
+from autograder.errors import AutograderError
 
 
-class BuildError(RuntimeError):
+class BuildError(AutograderError):
     """A source could not be turned into a student notebook."""
 
 

@@ -26,7 +26,6 @@ from nbgrader.preprocessors import (
     ClearOutput,
     DeduplicateIds,
     IgnorePattern,
-    LimitOutput,
     OverwriteCells,
     OverwriteKernelspec,
     SaveAutoGrades,
@@ -66,7 +65,6 @@ def grading_config(course: Course, limits: Limits) -> Config:
         SandboxedExecute,
         IgnorePattern,
         ClearMetadataPreprocessor,
-        LimitOutput,
         SaveAutoGrades,
         AssignLatePenalties,
         CheckCellMetadata,
@@ -75,6 +73,8 @@ def grading_config(course: Course, limits: Limits) -> Config:
     config.AsyncKernelManager.client_class = "autograder.sandbox.provisioner.ReadyClient"
     config.Execute.timeout = limits.cell_timeout
     config.SandboxedExecute.notebook_timeout = limits.notebook_timeout
+    # One output limit: SandboxedExecute's, applied while the cell runs (nbgrader's
+    # LimitOutput, which cuts afterwards, is left out: a flood never reaches it).
     config.SandboxedExecute.max_output_chars = limits.output_chars
     config.CourseDirectory.db_url = f"sqlite:///{course.gradebook}?timeout={GRADEBOOK_TIMEOUT}"
     return config

@@ -16,11 +16,13 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 
 import nbformat
 
 from autograder.course import Course
+from autograder.errors import SubmissionsNotFoundError
 from autograder.kernel.fs import remove_tree
 from autograder.submission import MISSING, OK, UNREADABLE, Submission
 
@@ -162,7 +164,9 @@ def _collect_one(entry: Path, assignment: str, target: Path, student: str) -> Su
     return Submission(student, OK, note)
 
 
-def collect(course: Course, assignment: str, submissions: Path) -> list[Submission]:
+def collect(
+    course: Course, assignment: str, submissions: Path, only: Collection[str] | None = None
+) -> list[Submission]:
     """Copies each student's notebook to ``submitted/<student>/<assignment>/``.
 
     Earlier collected copies of the same students are replaced.
@@ -171,6 +175,8 @@ def collect(course: Course, assignment: str, submissions: Path) -> list[Submissi
         course: The course to collect into.
         assignment: The assignment id.
         submissions: The folder with one entry per student.
+        only: Collect these students only (a late submission); one that has no entry
+            in ``submissions`` is returned as ``missing``.
 
     Returns:
         One :class:`Submission` per student, sorted by student id.
@@ -180,9 +186,16 @@ def collect(course: Course, assignment: str, submissions: Path) -> list[Submissi
     """
     submissions = Path(submissions)
     if not submissions.is_dir():
-        raise FileNotFoundError(f"no submissions folder at {submissions}")
+        raise SubmissionsNotFoundError(f"no submissions folder at {submissions}")
     results = []
-    for student, entry in _student_entries(submissions).items():
+    entries = _student_entries(submissions)
+    if only is not None:
+        entries = {student: entry for student, entry in entries.items() if student in only}
+        results += [
+            Submission(student, MISSING, f"no entry for {student} in {submissions}")
+            for student in sorted(set(only) - set(entries))
+        ]
+    for student, entry in entries.items():
         problem = student_id_problem(student)
         if problem:
             results.append(Submission(student, UNREADABLE, problem))
@@ -197,4 +210,4 @@ def collect(course: Course, assignment: str, submissions: Path) -> list[Submissi
             remove_tree(target)
             message = f"could not be collected: {type(error).__name__}: {error}"
             results.append(Submission(student, UNREADABLE, message))
-    return results
+    return sorted(results, key=lambda submission: submission.student_id)

@@ -12,10 +12,10 @@ process, which ``tests/test_pipeline.py`` checks.
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
+import logging
 import warnings
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Collection, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.util import Finalize
@@ -23,13 +23,16 @@ from multiprocessing.util import Finalize
 from sqlalchemy.exc import SAWarning
 
 from autograder.course import Course
+from autograder.pipeline import worker_context
 from autograder.pipeline.autograde import Grader
+from autograder.pipeline.progress import Progress
 from autograder.sandbox.bwrap import Sandbox
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
 from autograder.submission import ERROR, OK, Submission
 
 AUTOGRADE, FEEDBACK = "autograde", "feedback"
+_log = logging.getLogger(__name__)
 
 _grader: Grader | None = None
 _steps: tuple[str, ...] = ()
@@ -42,6 +45,9 @@ def _step(grader: Grader, submission: Submission, steps: Sequence[str]) -> Submi
         if FEEDBACK in steps:
             submission = grader.feedback(submission)
     except Exception as error:  # one student's failure must not stop the class
+        # The status file keeps one line; the traceback goes to the log for whoever
+        # has to find out why.
+        _log.exception("grading %s failed", submission.student_id)
         message = f"grading failed: {type(error).__name__}: {error}"
         return dataclasses.replace(submission, status=ERROR, message=message)
     return submission
@@ -91,6 +97,8 @@ def grade_students(
     limits: Limits | None = None,
     sandbox: Sandbox | None = None,
     zygotes: list[Zygote] | None = None,
+    only: Collection[str] | None = None,
+    progress: Progress | None = None,
 ) -> list[Submission]:
     """Autogrades and/or writes feedback for every collected student.
 
@@ -105,6 +113,9 @@ def grade_students(
         sandbox: How kernels are isolated (required to autograde).
         zygotes: Zygotes already launched (see :func:`launch_zygotes`), at least one per
             job; they are closed when grading is done. Launched here when None.
+        only: Grade these students only (for example one late submission); the others
+            are returned unchanged.
+        progress: Told how many students there are, and each one as it is done.
 
     Returns:
         The submissions in the same order, with the status and message grading gave.
@@ -120,6 +131,10 @@ def grade_students(
         todo = [submission for submission in submissions if submission.status == OK]
     else:
         todo = [submission for submission in submissions if submission.graded]
+    if only is not None:
+        todo = [submission for submission in todo if submission.student_id in only]
+    progress = progress or Progress(enabled=False)
+    progress.start(len(todo))
     workers = max(1, min(jobs, len(todo)))
     if AUTOGRADE in steps and zygotes is None and todo:
         zygotes = launch_zygotes(sandbox, limits, workers)
@@ -135,14 +150,12 @@ def grade_students(
             try:
                 for submission in todo:
                     done[submission.student_id] = _step(grader, submission, steps)
+                    progress.done(done[submission.student_id])
             finally:
                 grader.close()
         else:
             handoffs = [kernels.handoff() for kernels in zygotes[:workers]]
-            # Workers fork from a server that has imported nbgrader once (not N times),
-            # and that never ran an event loop or opened the gradebook.
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload([__name__])  # (autograder.cli may start it early)
+            context = worker_context()
             counter = context.Value("i", 0)
             with ProcessPoolExecutor(
                 max_workers=workers,
@@ -151,11 +164,15 @@ def grade_students(
                 initargs=(course, assignment, limits, sandbox, steps, counter, handoffs),
             ) as pool:
                 try:
-                    for submission in pool.map(_work, todo):
+                    # In the order they finish, so that progress shows each at once.
+                    for future in as_completed([pool.submit(_work, s) for s in todo]):
+                        submission = future.result()
                         done[submission.student_id] = submission
+                        progress.done(submission)
                 except BrokenProcessPool as error:
                     # A worker died outside a student's kernel: its zygote did not start.
                     raise ZygoteError(f"a grading process failed: {error}") from error
     finally:
+        progress.close()
         close_zygotes(zygotes)
     return [done.get(submission.student_id, submission) for submission in submissions]

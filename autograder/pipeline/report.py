@@ -23,6 +23,7 @@ from nbgrader import utils
 from autograd_pitfalls.pitfalls import PITFALLS, named_in
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, answer_id, exercise_name
+from autograder.errors import ReportError
 from autograder.learner.validate import failure_text
 from autograder.pipeline.export import exercise_ids, grade_rows
 from autograder.submission import STATUSES, load_status
@@ -226,7 +227,10 @@ def write_report(course: Course, assignment: str, fixtures: Path = FIXTURES) -> 
     Returns:
         The report, with the paths written.
     """
-    exercises, statuses, grading = summarize(course, assignment, fixtures)
+    try:
+        exercises, statuses, grading = summarize(course, assignment, fixtures)
+    except (FileNotFoundError, KeyError) as error:
+        raise ReportError(f"cannot report on {assignment}: {error}") from error
     plot = plot_pass_rates(
         exercises, course.exports / f"{assignment}_report.png", f"{assignment}: pass rates"
     )

@@ -6,6 +6,7 @@ steps can run as separate commands; :func:`grade_class` runs them all after a bu
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from autograder.course import Course
 from autograder.pipeline.collect import collect
 from autograder.pipeline.export import grade_rows, write_csv
 from autograder.pipeline.parallel import AUTOGRADE, FEEDBACK, grade_students
+from autograder.pipeline.progress import Progress
 from autograder.pipeline.report import Report, write_report
 from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
@@ -38,10 +40,28 @@ class GradingResult:
     report: Report | None = None
 
 
-def collect_class(course: Course, assignment: str, submissions: Path) -> list[Submission]:
-    """Collects a folder of submissions into ``submitted/`` and records each student's status."""
-    collected = collect(course, assignment, submissions)
-    save_status(course, assignment, collected)
+def collect_class(
+    course: Course, assignment: str, submissions: Path, only: Collection[str] | None = None
+) -> list[Submission]:
+    """Collects a folder of submissions into ``submitted/`` and records each student's status.
+
+    Args:
+        course: The course to collect into.
+        assignment: The assignment id.
+        submissions: The folder with one entry per student.
+        only: Collect these students only: the others keep what the status file says
+            (a late submission joins a class graded earlier).
+
+    Returns:
+        The students collected now.
+    """
+    collected = collect(course, assignment, submissions, only=only)
+    everyone = collected
+    if only is not None:
+        earlier, _ = load_status(course, assignment)
+        now = {submission.student_id for submission in collected}
+        everyone = [s for s in earlier if s.student_id not in now] + collected
+    save_status(course, assignment, everyone)
     return collected
 
 
@@ -63,6 +83,8 @@ def autograde_class(
     sandbox: bool = True,
     feedback: bool = False,
     zygotes: list[Zygote] | None = None,
+    only: Collection[str] | None = None,
+    progress: Progress | None = None,
 ) -> list[Submission]:
     """Autogrades every collected student, ``jobs`` at a time, in the sandbox.
 
@@ -75,6 +97,8 @@ def autograde_class(
         feedback: Also write each student's feedback right after grading them.
         zygotes: Zygotes launched early (see :func:`autograder.sandbox.zygote.launch_zygotes`),
             closed when done; launched here when None.
+        only: Grade these students only; the others keep their earlier grades.
+        progress: Shows each student as they are done (nothing when None).
 
     Returns:
         Every student with their status after grading.
@@ -96,6 +120,8 @@ def autograde_class(
         limits=limits,
         sandbox=isolation,
         zygotes=zygotes,
+        only=only,
+        progress=progress,
     )
     save_status(
         course,
@@ -138,6 +164,8 @@ def grade_class(
     limits: Limits | None = None,
     sandbox: bool = True,
     zygotes: list[Zygote] | None = None,
+    only: Collection[str] | None = None,
+    progress: Progress | None = None,
 ) -> GradingResult:
     """Grades every submission of ``assignment`` found in ``submissions``, end to end.
 
@@ -152,12 +180,15 @@ def grade_class(
         limits: Limits on each kernel (the defaults when None).
         sandbox: False to run student code without bubblewrap.
         zygotes: Zygotes launched early, closed when done; launched here when None.
+        only: Collect and grade these students only (late submissions); the CSV and the
+            report still cover the whole class.
+        progress: Shows each student as they are done (nothing when None).
 
     Returns:
         The grade rows and where the CSV, the feedback and the report were written.
     """
     build(course, [assignment])
-    collect_class(course, assignment, submissions)
+    collect_class(course, assignment, submissions, only=only)
     try:
         autograde_class(
             course,
@@ -167,6 +198,8 @@ def grade_class(
             sandbox=sandbox,
             feedback=True,
             zygotes=zygotes,
+            only=only,
+            progress=progress,
         )
     finally:
         # Whatever stopped the batch, it ends with a CSV; students not graded say so.

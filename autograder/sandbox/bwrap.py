@@ -30,6 +30,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from autograder.course import REPO, Course
+from autograder.errors import SandboxError
 
 # Namespaces of their own: no network, own pids (kill(-1) then reaches only the
 # sandbox), own IPC and hostname. The user namespace stays the host's when we are root,
@@ -323,7 +324,7 @@ def claim_uid_block(folder: Path | None = None) -> tuple[int, object]:
             handle.close()
             continue
         return block, handle
-    raise RuntimeError(f"all {UID_BLOCKS} blocks of student uids are held by other runs")
+    raise SandboxError(f"all {UID_BLOCKS} blocks of student uids are held by other runs")
 
 
 # What CUDA opens: the control and UVM devices, one node per GPU, and the capability files.

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.errors import AutograderError
 from autograder.kernel import protocol
 from autograder.kernel.fs import chown_tree, remove_tree
 from autograder.kernel.server import PRELOAD
@@ -33,7 +34,7 @@ ENV_KEPT_PREFIXES = ("LC_", "JPY_", "NBGRADER_", "OMP_", "MKL_", "OPENBLAS_")
 START_TIMEOUT = 180  # seconds; the zygote imports torch inside the sandbox
 
 
-class ZygoteError(RuntimeError):
+class ZygoteError(AutograderError):
     """The zygote did not start, or died, or refused a request."""
 
 

@@ -10,7 +10,7 @@ from autograd_pitfalls.checks import (
     to_meta,
 )
 from autograd_pitfalls.diagnose import Finding, Report, diagnose
-from autograd_pitfalls.errors import expect_error, expect_warning
+from autograd_pitfalls.expect import expect_error, expect_warning
 from autograd_pitfalls.graph import draw, to_dot
 from autograd_pitfalls.pitfalls import PITFALLS, explain
 from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace

@@ -260,7 +260,8 @@ def diagnose(
                 findings.append(_freed(node, saved))
             elif saved.state == "unrecognised":
                 findings.append(_unrecognised(node, saved))
-    findings += _unreachable(wanted, graph, cut=all(_is_cut(o) for o in outputs))
+    # A number output (.item()) is cut too: it is not among the graph's outputs.
+    findings += _unreachable(wanted, graph, cut=all(info.is_cut for info in graph.outputs))
     return Report(findings, graph)
 
 
@@ -280,12 +281,6 @@ def _params_dict(
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"params[{name!r}] should be a tensor, got {type(tensor).__name__}")
     return dict(params)
-
-
-def _is_cut(output: torch.Tensor | float) -> bool:
-    return not isinstance(output, torch.Tensor) or (
-        output.grad_fn is None and not output.requires_grad
-    )
 
 
 def _cut_outputs(outputs: tuple[torch.Tensor | float, ...], graph: AutogradGraph) -> list[Finding]:

@@ -20,11 +20,12 @@ from nbgrader import utils
 
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers, submissions_folder
 from autograder.course import Course
+from autograder.errors import AutograderError
 
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
-class FixtureError(ValueError):
+class FixtureError(AutograderError):
     """A fixture spec names an answer cell the notebook does not have."""
 
 
