@@ -278,7 +278,12 @@ def _lab(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """Returns the argument parser with one subcommand per pipeline step."""
-    root = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    root = argparse.ArgumentParser(
+        prog="python -m autograder",
+        description="Build, check and grade the autograd-pitfalls course with nbgrader. "
+        "`grade` runs build, collect, autograde, feedback, export and report in one go; "
+        "each is also a command of its own. The Makefile's targets call these commands.",
+    )
     commands = root.add_subparsers(dest="command", required=True)
 
     build_cmd = commands.add_parser("build", help="solutions/ -> build/source -> notebooks/")
