@@ -12,7 +12,7 @@ seconds per submitted notebook, the floor of plain nbgrader (a fresh kernel that
 torch), the throughput of each against plain nbgrader, and whether all three gave every
 test the same score. Run it on an otherwise idle machine::
 
-    .venv/bin/python benchmarks/grading_bench.py --students 20
+    .venv/bin/python -m benchmarks.grading_bench --students 8
 """
 
 from __future__ import annotations
