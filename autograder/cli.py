@@ -171,7 +171,7 @@ def _feedback(args: argparse.Namespace) -> int:
 
     course = _course(args)
     feedback_class(course, args.assignment, jobs=args.jobs)
-    print(f"feedback: {course.root / 'feedback'}/<student>/{args.assignment}/")
+    print(f"feedback: {course.feedback}/<student>/{args.assignment}/")
     return 0
 
 

@@ -90,6 +90,14 @@ class Course:
         """The nbgrader database of this course."""
         return self.root / "gradebook.db"
 
+    def gradebook_url(self, timeout: int | None = None) -> str:
+        """The gradebook's SQLAlchemy URL.
+
+        Args:
+            timeout: Seconds SQLite waits for another process's write instead of failing.
+        """
+        return f"sqlite:///{self.gradebook}" + (f"?timeout={timeout}" if timeout else "")
+
     @property
     def exports(self) -> Path:
         """Where grade exports are written."""
@@ -116,6 +124,28 @@ class Course:
         """The source file of ``assignment``."""
         return self.solutions / assignment / f"{assignment}.py"
 
+    def source_notebook(self, assignment: str) -> Path:
+        """The built source notebook of ``assignment`` (solutions and hidden tests)."""
+        return self.source / assignment / f"{assignment}.ipynb"
+
+    @property
+    def submitted(self) -> Path:
+        """The folder of collected submissions (nbgrader's ``submitted/``), one per student."""
+        return self.root / "submitted"
+
+    def submitted_folder(self, student: str, assignment: str) -> Path:
+        """Where ``collect`` puts a student's submission."""
+        return self.submitted / student / assignment
+
+    def autograded_notebook(self, student: str, assignment: str) -> Path:
+        """A student's notebook as autograde ran it (nbgrader's ``autograded/``)."""
+        return self.root / "autograded" / student / assignment / f"{assignment}.ipynb"
+
+    @property
+    def feedback(self) -> Path:
+        """Where each student's feedback is written (``feedback/<student>/<assignment>/``)."""
+        return self.root / "feedback"
+
     def student_notebook(self, assignment: str) -> Path:
         """The generated student notebook of ``assignment``."""
         return self.release / assignment / f"{assignment}.ipynb"
@@ -135,7 +165,7 @@ class Course:
         merged.CourseDirectory.root = str(self.root)
         merged.CourseDirectory.source_directory = str(self.source)
         merged.CourseDirectory.release_directory = str(self.release)
-        merged.CourseDirectory.db_url = f"sqlite:///{self.gradebook}"
+        merged.CourseDirectory.db_url = self.gradebook_url()
         if config is not None:
             merged.merge(config)
         _put_interpreter_bin_on_path()

@@ -135,10 +135,10 @@ def load_status(course: Course, assignment: str) -> tuple[list[Submission], dict
             for student, entry in sorted(data.get("students", {}).items())
         ]
         return submissions, data.get("grading", {})
-    submitted = course.root / "submitted"
+    submitted = course.submitted
     students = sorted(
         folder.name
         for folder in (submitted.iterdir() if submitted.is_dir() else [])
-        if (folder / assignment).is_dir()
+        if course.submitted_folder(folder.name, assignment).is_dir()
     )
     return [Submission(student, OK) for student in students], {}

@@ -36,7 +36,7 @@ def write_source_notebook(course: Course, assignment: str) -> Path:
         notebook = normalize(jupytext.read(solution, fmt="py:percent"))
     except ValueError as error:
         raise BuildError(f"{solution}: {error}") from error
-    target = course.source / assignment / f"{assignment}.ipynb"
+    target = course.source_notebook(assignment)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.validate(notebook)
     nbformat.write(notebook, target)

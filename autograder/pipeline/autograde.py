@@ -76,7 +76,7 @@ def grading_config(course: Course, limits: Limits) -> Config:
     # One output limit: SandboxedExecute's, applied while the cell runs (nbgrader's
     # LimitOutput, which cuts afterwards, is left out: a flood never reaches it).
     config.SandboxedExecute.max_output_chars = limits.output_chars
-    config.CourseDirectory.db_url = f"sqlite:///{course.gradebook}?timeout={GRADEBOOK_TIMEOUT}"
+    config.CourseDirectory.db_url = course.gradebook_url(timeout=GRADEBOOK_TIMEOUT)
     return config
 
 
@@ -159,10 +159,8 @@ class Grader:
         if not graded["success"]:
             message = "autograde failed: " + _last_lines(graded.get("error") or graded["log"])
             return dataclasses.replace(submission, status=ERROR, message=message)
-        notebook = self.course.root / "autograded" / student / self.assignment
-        status, message = outcome(
-            nbformat.read(notebook / f"{self.assignment}.ipynb", as_version=4)
-        )
+        notebook = self.course.autograded_notebook(student, self.assignment)
+        status, message = outcome(nbformat.read(notebook, as_version=4))
         joined = "; ".join(part for part in (submission.message, message) if part)
         return dataclasses.replace(submission, status=status, message=joined, graded=True)
 

@@ -200,7 +200,7 @@ def collect(
         if problem:
             results.append(Submission(student, UNREADABLE, problem))
             continue
-        target = course.root / "submitted" / student / assignment
+        target = course.submitted_folder(student, assignment)
         if target.exists():
             remove_tree(target)
         try:

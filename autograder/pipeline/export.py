@@ -20,7 +20,7 @@ def exercise_ids(course: Course, assignment: str) -> list[str]:
         course: A course where the assignment has been built.
         assignment: The assignment id.
     """
-    source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
+    source = nbformat.read(course.source_notebook(assignment), as_version=4)
     return [cell.metadata.nbgrader["grade_id"] for cell in source.cells if utils.is_grade(cell)]
 
 
@@ -45,7 +45,7 @@ def grade_rows(
     """
     grade_ids = exercise_ids(course, assignment)
     rows = []
-    with Gradebook(f"sqlite:///{course.gradebook}") as gradebook:
+    with Gradebook(course.gradebook_url()) as gradebook:
         max_score = gradebook.find_assignment(assignment).max_score
         for submission in submissions:
             row = {"student_id": submission.student_id, "assignment": assignment}

@@ -105,7 +105,7 @@ def summarize(
     students, grading = load_status(course, assignment)
     rows = {row["student_id"]: row for row in grade_rows(course, assignment, students)}
     test_ids = exercise_ids(course, assignment)
-    source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
+    source = nbformat.read(course.source_notebook(assignment), as_version=4)
     points = {
         cell.metadata.nbgrader["grade_id"]: float(cell.metadata.nbgrader["points"])
         for cell in source.cells
@@ -118,7 +118,7 @@ def summarize(
     for student in students:
         if not student.graded:
             continue
-        path = course.root / "autograded" / student.student_id / assignment / f"{assignment}.ipynb"
+        path = course.autograded_notebook(student.student_id, assignment)
         cells = {
             cell.metadata.nbgrader["grade_id"]: cell
             for cell in nbformat.read(path, as_version=4).cells

@@ -66,7 +66,7 @@ def collect_class(
 
 
 def _require_build(course: Course, assignment: str) -> None:
-    source = course.source / assignment / f"{assignment}.ipynb"
+    source = course.source_notebook(assignment)
     if not source.is_file():
         raise BuildError(
             f"{assignment} is not built in {course.root}: run `python -m autograder build "
@@ -205,4 +205,4 @@ def grade_class(
         # Whatever stopped the batch, it ends with a CSV; students not graded say so.
         rows, csv_path = export_class(course, assignment)
     report = write_report(course, assignment)
-    return GradingResult(rows, csv_path, course.root / "feedback", report)
+    return GradingResult(rows, csv_path, course.feedback, report)
