@@ -24,6 +24,8 @@ LAB_PLUGINS_OFF = (
     "@jupyter/nbgrader:assignment-list",
     "@jupyter/nbgrader:course-list",
     "@jupyter/nbgrader:formgrader",
+    # Create Assignment edits cell metadata: a learner could unlock a test cell with it.
+    "@jupyter/nbgrader:create-assignment",
     # The nbgrader menu only opens the three tools above.
     "@jupyter/nbgrader:menu",
 )
@@ -42,7 +44,12 @@ def _lab_plugins_disabled() -> set[str]:
 
 
 def configure_learner_lab() -> None:
-    """Turns nbgrader's course tools off in this environment (idempotent, quiet)."""
+    """Turns nbgrader's course tools off in this environment and trusts ``notebooks/``.
+
+    Idempotent and quiet. Trust is a signature of each notebook's content kept in the
+    user's notary database (not in the file), so the committed notebooks open trusted
+    (their SVG graphs shown, no "not trusted" warning) until a learner edits them.
+    """
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
     subprocess.run(
         [_jupyter(), "server", "extension", "disable", "--sys-prefix", *SERVER_EXTENSIONS_OFF],
@@ -52,9 +59,12 @@ def configure_learner_lab() -> None:
         subprocess.run(
             [_jupyter(), "labextension", "disable", "--level=sys_prefix", plugin], **quiet
         )
+    notebooks = sorted(str(path) for path in (REPO / "notebooks").glob("*/*.ipynb"))
+    if notebooks:
+        subprocess.run([_jupyter(), "trust", *notebooks], **quiet)
 
 
-def lab_command(extra: list[str] | None = None) -> list[str]:
+def lab_command(extra: list[str] | None = None, root_dir: Path | None = None) -> list[str]:
     """Returns the command that starts JupyterLab on ``notebooks/``.
 
     It runs from the repository root, so nbgrader's Validate button reads
@@ -62,12 +72,17 @@ def lab_command(extra: list[str] | None = None) -> list[str]:
 
     Args:
         extra: More arguments for ``jupyter lab``.
+        root_dir: The folder JupyterLab serves, ``notebooks/`` when None (the browser
+            test serves a copy, since running and validating saves the notebooks).
     """
     command = [
         _jupyter(),
         "lab",
-        f"--ServerApp.root_dir={REPO / 'notebooks'}",
+        f"--ServerApp.root_dir={root_dir or REPO / 'notebooks'}",
         "--KernelManager.transport_encryption=auto",
+        # The kernel websocket's pong timeout defaults to three ping intervals (90 s), which
+        # tornado refuses and warns about at the first kernel connection: one interval.
+        '--ServerApp.tornado_settings={"ws_ping_timeout": 30000}',
     ]
     if os.geteuid() == 0:
         # Jupyter refuses to start as root; containers and fresh machines often are root.
