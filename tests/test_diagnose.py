@@ -544,3 +544,20 @@ def test_diagnose_rejects_what_is_not_a_tensor():
         diagnose(torch.ones(1), params=[torch.ones(1)])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"params\['w'\] should be a tensor"):
         diagnose(torch.ones(1), params={"w": 1.0})  # type: ignore[dict-item]
+
+
+def test_a_write_in_a_notebook_cell_is_named_as_ipython_names_it(monkeypatch):
+    from types import SimpleNamespace
+
+    from IPython.core.compilerop import CachingCompiler
+
+    from autograd_pitfalls.track import InplaceWrite
+
+    compiler = CachingCompiler()
+    cell_file = compiler.cache("d = torch.ones(2)\nd[:] = 0\n", number=16)
+    monkeypatch.setattr("IPython.get_ipython", lambda: SimpleNamespace(compile=compiler))
+    in_cell = InplaceWrite("fill_", cell_file, 2, 0, 1, (2,))
+    assert in_cell.location == "Cell In[16], line 2"
+    assert in_cell.code == "d[:] = 0"  # IPython keeps the cell's source in linecache
+    in_file = InplaceWrite("fill_", __file__, 7, 0, 1, (2,))
+    assert in_file.location == f"{__file__}:7"  # a plain file keeps path:line
