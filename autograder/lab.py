@@ -19,7 +19,10 @@ SERVER_EXTENSIONS_OFF = (
     "nbgrader.server_extensions.assignment_list",
     "nbgrader.server_extensions.course_list",
     "nbgrader.server_extensions.formgrader",
+    # Replaced by SERVER_EXTENSIONS_ON: the same Validate button, with a summary first.
+    "nbgrader.server_extensions.validate_assignment",
 )
+SERVER_EXTENSIONS_ON = ("autograder.lab_validate",)
 LAB_PLUGINS_OFF = (
     "@jupyter/nbgrader:assignment-list",
     "@jupyter/nbgrader:course-list",
@@ -43,6 +46,16 @@ def _lab_plugins_disabled() -> set[str]:
     return {name for name, off in disabled.items() if off}
 
 
+def _enable_server_extensions(modules: tuple[str, ...]) -> None:
+    # `jupyter server extension enable` only toggles extensions that a config file already
+    # names (a package's installer writes one); ours has no installer, so write it here.
+    folder = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d"
+    folder.mkdir(parents=True, exist_ok=True)
+    for module in modules:
+        enabled = {"ServerApp": {"jpserver_extensions": {module: True}}}
+        (folder / f"{module}.json").write_text(json.dumps(enabled, indent=2) + "\n")
+
+
 def configure_learner_lab() -> None:
     """Turns nbgrader's course tools off in this environment and trusts ``notebooks/``.
 
@@ -55,6 +68,7 @@ def configure_learner_lab() -> None:
         [_jupyter(), "server", "extension", "disable", "--sys-prefix", *SERVER_EXTENSIONS_OFF],
         **quiet,
     )
+    _enable_server_extensions(SERVER_EXTENSIONS_ON)
     for plugin in set(LAB_PLUGINS_OFF) - _lab_plugins_disabled():
         subprocess.run(
             [_jupyter(), "labextension", "disable", "--level=sys_prefix", plugin], **quiet
