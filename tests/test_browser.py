@@ -128,26 +128,29 @@ def browser(request) -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def page(browser: Browser, lab) -> Iterator[tuple[Page, list[str]]]:
-    """A fresh page; yields it with the console errors it logs, then stops its kernels."""
-    base, _, _ = lab
+@pytest.fixture(scope="module")
+def tab(browser: Browser) -> Iterator[tuple[Page, list[str]]]:
+    """One page for every notebook (JupyterLab loads once), and its console errors."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    new_page = context.new_page()
+    shared = context.new_page()
     errors: list[str] = []
 
     def on_console(message: ConsoleMessage) -> None:
         if message.type == "error":
             errors.append(message.text)
 
-    new_page.on("console", on_console)
-    new_page.on("pageerror", lambda error: errors.append(str(error)))
-    try:
-        yield new_page, errors
-    finally:
-        context.close()
-        for session in _api(base, "/api/sessions"):
-            _api(base, f"/api/sessions/{session['id']}", method="DELETE")
+    shared.on("console", on_console)
+    shared.on("pageerror", lambda error: errors.append(str(error)))
+    yield shared, errors
+    context.close()
+
+
+@pytest.fixture
+def page(tab) -> tuple[Page, list[str]]:
+    """The shared page, with the console errors logged during this test only."""
+    shared, errors = tab
+    errors.clear()
+    return shared, errors
 
 
 def _open(page: Page, base: str, notebook: str) -> None:
@@ -289,7 +292,11 @@ def _solve_first_exercise_and_validate(page: Page, assignment, grade_ids, tests)
     cells = _cells(page)
     assert not _failed(cells[answer_index]) and not _failed(cells[test_index])
     assert PASS_LINE in " ".join(out["text"] for out in cells[test_index]["outputs"])
-    _shot(page, f"{assignment}-3-solved", answer_index)
+    # The picture ends with the test cell's pass line, under the answer and the tests.
+    output = page.locator(".jp-NotebookPanel .jp-Cell").nth(test_index).locator(".jp-OutputArea")
+    output.evaluate("node => node.scrollIntoView({block: 'end'})")
+    time.sleep(0.3)
+    _shot(page, f"{assignment}-3-solved")
 
     page.locator(".jp-ToolbarButtonComponent-label", has_text=re.compile("^Validate$")).click()
     dialog = page.locator(".jp-Dialog #validation-message")
