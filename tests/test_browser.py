@@ -232,6 +232,10 @@ def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment
     _menu(browser_page, "Run", "Run All Cells")
     _wait_until_idle(browser_page, code_cells)
 
+    # make lab turns nbgrader's Create Assignment panel off (it could unlock a test cell).
+    assert browser_page.locator("#nbgrader-create_assignemnt").count() == 0  # nbgrader's id
+    assert browser_page.get_by_title("Nbgrader Create Assignment").count() == 0
+
     cells = _cells(browser_page)
     assert len(cells) == len(notebook.cells), "every cell is in the page"
     tests = [i for i, grade_id in enumerate(grade_ids) if grade_id.endswith("-tests")]
@@ -259,6 +263,8 @@ def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment
     # diagnose() names a cell "Cell In[7], line 3" (PyTorch's own anomaly traces keep the
     # file name: they are not ours to rename).
     assert not re.search(r"\bat /tmp/ipykernel_\d+/", texts), "diagnose named a temporary file"
+    if "track_inplace" in "".join(cell.source for cell in notebook.cells):
+        assert re.search(r"\bat Cell In\[\d+\], line \d+", texts), "diagnose names the cell"
 
     first_graph = next(i for i, cell in enumerate(cells) if any(o["svg"] for o in cell["outputs"]))
     _shot(browser_page, f"{assignment}-1-graph", first_graph)
