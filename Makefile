@@ -11,7 +11,7 @@ JOBS   ?= 1
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(SETUP) ## Install graphviz and bubblewrap (if missing) and the project into .venv
+setup: $(SETUP) ## Install graphviz, bubblewrap and chromium (if missing) and the project into .venv
 
 $(SETUP): pyproject.toml scripts/bootstrap.py
 	python3 scripts/bootstrap.py

@@ -25,6 +25,14 @@ REPO = Path(__file__).resolve().parent.parent
 # answer runs must not reach stderr, where nbgrader would score the test cell 0.
 KERNEL_STARTUP = "__import__('autograd_pitfalls.checks').checks.show_warnings_on_stdout()"
 
+# What an answer cell holds until the learner answers it. nbgrader's default ends a red
+# traceback with a bare `NotImplementedError:`, which reads like a crash; this says what
+# is going on (autograder.learner.validate recognises the error by its type, not its message).
+CODE_STUB = (
+    "# YOUR CODE HERE\n"
+    'raise NotImplementedError("Exercise not answered yet: replace this line with your answer.")'
+)
+
 
 def nbgrader_config(cell_timeout: int = 120) -> Config:
     """Returns the nbgrader settings shared by validate, generate and autograde.
@@ -43,6 +51,7 @@ def nbgrader_config(cell_timeout: int = 120) -> Config:
     # Encrypt kernel traffic (the kernel warns on stderr about plain TCP otherwise).
     config.KernelManager.transport_encryption = "auto"
     config.Execute.extra_arguments = [f"--IPKernelApp.exec_lines={[KERNEL_STARTUP]!r}"]
+    config.ClearSolutions.code_stub = {"python": CODE_STUB}
     config.merge(feedback_config())
     return config
 

@@ -1,4 +1,4 @@
-"""Set up everything the course needs: graphviz, bubblewrap and the project's `.venv`.
+"""Set up everything the course needs: graphviz, bubblewrap, chromium and the project's `.venv`.
 
 Runs with the system Python and its standard library only, because nothing else exists yet
 on a fresh machine. `make setup` (and so `make lab` and `make test`) calls it when `.venv`
@@ -63,6 +63,26 @@ def ensure_bubblewrap() -> None:
         print("bubblewrap could not be installed: grading will run without the sandbox.")
 
 
+def ensure_chromium() -> None:
+    """Installs Debian's chromium (the browser test's browser) when we are root with apt.
+
+    Optional for the course: without it `tests/test_browser.py` skips and says why.
+    Playwright's own browser download is not used: it needs a network this may not have.
+    """
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if shutil.which("chromium") or not (is_root and shutil.which("apt-get")):
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]
+    print("+", " ".join(command), flush=True)
+    if subprocess.run(command, env=env, check=False).returncode != 0:
+        # The package lists may be missing on a fresh machine.
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False)
+        subprocess.run(command, env=env, check=False)
+    if not shutil.which("chromium"):
+        print("chromium could not be installed: the browser test will be skipped.")
+
+
 def ensure_venv() -> None:
     """Creates `.venv` and installs the project (editable, with dev extras) into it."""
     if sys.version_info[:2] != (3, 11):
@@ -79,9 +99,10 @@ def ensure_venv() -> None:
 
 
 def main() -> None:
-    """Installs the graphviz binary and bubblewrap if needed, then the virtual environment."""
+    """Installs graphviz, bubblewrap and chromium if needed, then the virtual environment."""
     ensure_graphviz()
     ensure_bubblewrap()
+    ensure_chromium()
     ensure_venv()
     print("Setup complete: .venv is ready.", flush=True)
 

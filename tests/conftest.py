@@ -67,3 +67,10 @@ def pytest_report_header() -> list[str]:
         f"assignments: {', '.join(ASSIGNMENTS)}",
         f"repository: {Path(__file__).parent.parent.name}",
     ]
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """Says where the browser test left its screenshots, so a person can look."""
+    folder = getattr(config, "browser_screenshots", None)
+    if folder is not None:
+        terminalreporter.write_line(f"browser test screenshots: {folder}")

@@ -565,3 +565,20 @@ def test_an_error_message_diagnose_does_not_know_is_reported_never_dropped(monke
     assert "modified by an inplace operation" in finding.message
     assert "does not recognise" in str(report)
     assert "unknown error when unpacked" in to_dot(loss)
+
+
+def test_a_write_in_a_notebook_cell_is_named_as_ipython_names_it(monkeypatch):
+    from types import SimpleNamespace
+
+    from IPython.core.compilerop import CachingCompiler
+
+    from autograd_pitfalls.track import InplaceWrite
+
+    compiler = CachingCompiler()
+    cell_file = compiler.cache("d = torch.ones(2)\nd[:] = 0\n", number=16)
+    monkeypatch.setattr("IPython.get_ipython", lambda: SimpleNamespace(compile=compiler))
+    in_cell = InplaceWrite("fill_", cell_file, 2, 0, 1, (2,))
+    assert in_cell.location == "Cell In[16], line 2"
+    assert in_cell.code == "d[:] = 0"  # IPython keeps the cell's source in linecache
+    in_file = InplaceWrite("fill_", __file__, 7, 0, 1, (2,))
+    assert in_file.location == f"{__file__}:7"  # a plain file keeps path:line

@@ -74,6 +74,10 @@ def test_lab_validate_button_works_and_the_log_stays_clean(lab):
         result = json.loads(response.read())
     assert result["success"], result
     assert "failed" in result["value"]  # the unanswered notebook fails its tests
+    # autograder.learner.validate_button serves the button: a summary first, then short failures.
+    summary = result["value"]["failed"][0]["source"]
+    assert summary.startswith("0 of ") and "not yet: q1" in summary, summary
+    assert len(json.dumps(result["value"])) < 5000
     problems = [
         line
         for line in log.read_text().splitlines()

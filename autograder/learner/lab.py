@@ -13,17 +13,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
+from nbformat.sign import NotebookNotary
+
 from autograder.course import REPO
 
 SERVER_EXTENSIONS_OFF = (
     "nbgrader.server_extensions.assignment_list",
     "nbgrader.server_extensions.course_list",
     "nbgrader.server_extensions.formgrader",
+    # Replaced by SERVER_EXTENSIONS_ON: the same Validate button, with a summary first.
+    "nbgrader.server_extensions.validate_assignment",
 )
+SERVER_EXTENSIONS_ON = ("autograder.learner.validate_button",)
 LAB_PLUGINS_OFF = (
     "@jupyter/nbgrader:assignment-list",
     "@jupyter/nbgrader:course-list",
     "@jupyter/nbgrader:formgrader",
+    # Create Assignment edits cell metadata: a learner could unlock a test cell with it.
+    "@jupyter/nbgrader:create-assignment",
     # The nbgrader menu only opens the three tools above.
     "@jupyter/nbgrader:menu",
 )
@@ -41,20 +49,45 @@ def _lab_plugins_disabled() -> set[str]:
     return {name for name, off in disabled.items() if off}
 
 
+def _set_server_extensions(modules: tuple[str, ...], enabled: bool) -> None:
+    # The file `jupyter server extension enable/disable --sys-prefix` writes, written here:
+    # that command only toggles extensions a package installer already named in a file
+    # (ours has none), and it takes seconds to start.
+    folder = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d"
+    folder.mkdir(parents=True, exist_ok=True)
+    for module in modules:
+        setting = {"ServerApp": {"jpserver_extensions": {module: enabled}}}
+        (folder / f"{module}.json").write_text(json.dumps(setting, indent=2) + "\n")
+
+
+def _trust_notebooks() -> None:
+    # What `jupyter trust` does, in this process: sign each notebook not signed yet in the
+    # user's notary database.
+    notary = NotebookNotary()
+    for path in sorted((REPO / "notebooks").glob("*/*.ipynb")):
+        notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        if not notary.check_signature(notebook):
+            notary.sign(notebook)
+
+
 def configure_learner_lab() -> None:
-    """Turns nbgrader's course tools off in this environment (idempotent, quiet)."""
+    """Turns nbgrader's course tools off in this environment and trusts ``notebooks/``.
+
+    Idempotent and quiet. Trust is a signature of each notebook's content kept in the
+    user's notary database (not in the file), so the committed notebooks open trusted
+    (no "not trusted" warning) until a learner edits them.
+    """
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
-    subprocess.run(
-        [_jupyter(), "server", "extension", "disable", "--sys-prefix", *SERVER_EXTENSIONS_OFF],
-        **quiet,
-    )
+    _set_server_extensions(SERVER_EXTENSIONS_OFF, enabled=False)
+    _set_server_extensions(SERVER_EXTENSIONS_ON, enabled=True)
     for plugin in set(LAB_PLUGINS_OFF) - _lab_plugins_disabled():
         subprocess.run(
             [_jupyter(), "labextension", "disable", "--level=sys_prefix", plugin], **quiet
         )
+    _trust_notebooks()
 
 
-def lab_command(extra: list[str] | None = None) -> list[str]:
+def lab_command(extra: list[str] | None = None, root_dir: Path | None = None) -> list[str]:
     """Returns the command that starts JupyterLab on ``notebooks/``.
 
     It runs from the repository root, so nbgrader's Validate button reads
@@ -62,12 +95,21 @@ def lab_command(extra: list[str] | None = None) -> list[str]:
 
     Args:
         extra: More arguments for ``jupyter lab``.
+        root_dir: The folder JupyterLab serves, ``notebooks/`` when None (the browser
+            test serves a copy, since running and validating saves the notebooks).
     """
     command = [
         _jupyter(),
         "lab",
-        f"--ServerApp.root_dir={REPO / 'notebooks'}",
+        f"--ServerApp.root_dir={root_dir or REPO / 'notebooks'}",
         "--KernelManager.transport_encryption=auto",
+        # No keep-alive pings on the kernel websocket. jupyter_server hands its ping settings
+        # (milliseconds: every 30,000, pong timeout 90,000) to tornado, which reads them as
+        # seconds and warns at the first kernel connection that the timeout exceeds the
+        # interval; a timeout of one interval instead makes jupyter_server drop the kernel
+        # connection whenever a ping runs a few ms late. On a learner's own machine the
+        # browser closes its connection itself, so there is nothing for pings to detect.
+        '--ServerApp.tornado_settings={"ws_ping_interval": 0}',
     ]
     if os.geteuid() == 0:
         # Jupyter refuses to start as root; containers and fresh machines often are root.

@@ -17,6 +17,7 @@ from nbgrader.validator import Validator
 
 from autograder.compat import changed_locked_cells, execute_for_validation
 from autograder.course import exercise_name, nbgrader_config
+from autograder.learner.summary import exercise_summary
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,14 @@ class CheckReport:
         """True when every exercise passes and no locked cell was edited."""
         return not self.changed and all(result.passed for result in self.exercises)
 
+    def _passed_and_failing(self) -> tuple[list[str], list[str]]:
+        passed = [result.exercise for result in self.exercises if result.passed]
+        failing = [result.exercise for result in self.exercises if not result.passed]
+        return passed, failing
+
     def format(self) -> str:
         """Returns the report as text for a terminal."""
-        lines = [f"Checking {self.notebook}"]
+        lines = [f"Checking {self.notebook}", exercise_summary(*self._passed_and_failing())]
         for grade_id in self.changed:
             lines.append(
                 f"  CHANGED  {grade_id}: this cell is locked and was edited; "

@@ -12,6 +12,7 @@ from autograd_pitfalls.checks import (
 from autograd_pitfalls.diagnose import Finding, Report, diagnose
 from autograd_pitfalls.expect import expect_error, expect_warning
 from autograd_pitfalls.graph import draw, to_dot
+from autograd_pitfalls.passline import install as _install_pass_line
 from autograd_pitfalls.pitfalls import PITFALLS, explain
 from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace
 
@@ -36,3 +37,6 @@ __all__ = [
     "to_meta",
     "track_inplace",
 ]
+
+# In a notebook, a graded test cell that passes says so (display only, see passline).
+_install_pass_line()

@@ -74,7 +74,15 @@ class InplaceWrite:
 
     @property
     def location(self) -> str:
-        """``"path/to/file.py:12"``."""
+        """Where the write is, named as IPython's tracebacks name it.
+
+        ``"Cell In[16], line 5"`` for a notebook cell (its file is a temporary
+        ``/tmp/ipykernel_NNN/NNNN.py`` that means nothing to a learner),
+        ``"path/to/file.py:12"`` for a file.
+        """
+        cell = _cell_name(self.filename)
+        if cell is not None:
+            return f"{cell}, line {self.lineno}"
         return f"{self.filename}:{self.lineno}"
 
     @property
@@ -84,6 +92,19 @@ class InplaceWrite:
         IPython registers every cell with ``linecache``, so this works in notebooks too.
         """
         return linecache.getline(self.filename, self.lineno).strip()
+
+
+def _cell_name(filename: str) -> str | None:
+    """``"Cell In[16]"`` when ``filename`` is a cell of the running IPython, else None."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: there are no cells
+        return None
+    # IPython's caching compiler maps each cell's file to its execution count; its
+    # tracebacks name cells with the same method (IPython.core.tbtools).
+    format_code_name = getattr(getattr(get_ipython(), "compile", None), "format_code_name", None)
+    named = format_code_name(filename) if format_code_name is not None else None
+    return " ".join(named) if named else None
 
 
 class InplaceLog:

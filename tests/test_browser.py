@@ -1,0 +1,333 @@
+"""The learner's JupyterLab in a real browser: Debian's Chromium driven by Playwright.
+
+JupyterLab starts as `make lab` starts it (``configure_learner_lab`` and ``lab_command``),
+on a copy of ``notebooks/`` because running, solving and validating save the notebook.
+One server and one browser serve every notebook. For each notebook the test runs all
+cells and checks what a learner sees: every graph drawn as an SVG image, every graded
+test cell failing with "Exercise not answered yet" and no other cell failing, no
+``/tmp/ipykernel_...`` file name in an output. In the first notebook it types the
+reference answer of Exercise 1 from ``solutions/``, re-runs the answer and its tests
+(they pass and say so), then clicks Validate: the dialog opens with a summary that names
+the exercises still failing. Throughout: no browser console error, and in the end no
+``[E``/``[W``/Traceback line in the server log. Screenshots go to ``build/screenshots/``
+(printed at the end of the pytest run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+from autograd_pitfalls.passline import PASS_LINE
+from autograder.course import REPO, assignment_ids
+from autograder.learner.lab import configure_learner_lab, lab_command
+
+ASSIGNMENTS = assignment_ids()
+TOKEN = "autograd-pitfalls-browser-test"
+SCREENSHOTS = REPO / "build" / "screenshots"
+SOLVED = ASSIGNMENTS[0]  # the notebook where Exercise 1 gets solved and validated
+STUB_MESSAGE = "Exercise not answered yet"
+RUN_TIMEOUT_S = 120
+IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status"
+
+# Every cell of the open notebook, in order: kind, prompt, and each output's mime type,
+# text, and for SVG whether its image decoded with a size (JupyterLab shows SVG as <img>).
+CELLS_JS = """() => [...document.querySelectorAll(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')].map(cell => ({
+  code: cell.classList.contains('jp-CodeCell'),
+  prompt: cell.querySelector('.jp-InputPrompt')?.textContent ?? '',
+  outputs: [...cell.querySelectorAll('.jp-OutputArea-output')].map(out => {
+    const img = out.querySelector('img');
+    return {
+      mime: out.dataset.mimeType ?? '',
+      text: out.textContent,
+      svg: !!img && img.src.startsWith('data:image/svg+xml') && img.complete
+           && img.naturalWidth > 0,
+    };
+  }),
+}))"""
+
+
+def _chromium() -> str:
+    """Debian's Chromium; skips only where the setup could not have installed it."""
+    for name in ("chromium", "chromium-browser"):
+        if path := shutil.which(name):
+            return path
+    can_install = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")
+    if can_install or os.environ.get("CI"):
+        pytest.fail("chromium is missing although the setup can install it: run make setup")
+    pytest.skip("chromium is not installed and cannot be here (not root with apt-get)")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _api(base: str, path: str, method: str = "GET") -> object:
+    request = urllib.request.Request(f"{base}{path}?token={TOKEN}", method=method)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[tuple[str, Path, Path]]:
+    """JupyterLab as `make lab` starts it, on a copy of notebooks/: (url, root, log)."""
+    configure_learner_lab()
+    root = tmp_path_factory.mktemp("browser") / "notebooks"
+    shutil.copytree(REPO / "notebooks", root)
+    log = root.parent / "server.log"
+    port = _free_port()
+    extra = ["--no-browser", f"--port={port}", f"--IdentityProvider.token={TOKEN}"]
+    with log.open("w") as handle:
+        server = subprocess.Popen(
+            lab_command(extra, root_dir=root), cwd=REPO, stdout=handle, stderr=handle
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                _api(base, "/api/status")
+                break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail(f"JupyterLab did not start:\n{log.read_text()}")
+        yield base, root, log
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser(request) -> Iterator[Browser]:
+    executable = _chromium()
+    if SCREENSHOTS.exists():
+        shutil.rmtree(SCREENSHOTS)
+    SCREENSHOTS.mkdir(parents=True)
+    request.config.browser_screenshots = SCREENSHOTS  # printed by conftest's summary
+    with sync_playwright() as playwright:
+        # --no-sandbox: Chromium's own sandbox cannot start as root (CI, containers).
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def tab(browser: Browser) -> Iterator[tuple[Page, list[str]]]:
+    """One page for every notebook (JupyterLab loads once), and its console errors."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    shared = context.new_page()
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(message.text)
+
+    shared.on("console", on_console)
+    shared.on("pageerror", lambda error: errors.append(str(error)))
+    yield shared, errors
+    context.close()
+
+
+@pytest.fixture
+def page(tab) -> tuple[Page, list[str]]:
+    """The shared page, with the console errors logged during this test only."""
+    shared, errors = tab
+    errors.clear()
+    return shared, errors
+
+
+def _open(page: Page, base: str, notebook: str) -> None:
+    # ?reset: start from an empty workspace, so only this notebook is open.
+    page.goto(f"{base}/lab/tree/{notebook}?reset&token={TOKEN}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    # Commands sent before the kernel is connected are dropped: wait for the status bar.
+    page.wait_for_function(
+        "() => document.querySelector('.jp-StatusBar-Widget') &&"
+        " document.body.innerText.includes('| Idle')",
+        timeout=60_000,
+    )
+
+
+def _wait_until_idle(page: Page, started: int) -> None:
+    """Waits until the kernel ran ``started`` more cells than before and is idle."""
+    page.wait_for_function(
+        f"""() => {{
+          const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+            .map(p => p.textContent);
+          return {IDLE} === 'idle' && !prompts.some(p => p.includes('*'))
+            && prompts.filter(p => /\\[\\d+\\]/.test(p)).length >= {started};
+        }}""",
+        timeout=RUN_TIMEOUT_S * 1000,
+    )
+
+
+def _menu(page: Page, menu: str, item: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+
+
+def _cells(page: Page) -> list[dict]:
+    return page.evaluate(CELLS_JS)
+
+
+def _failed(cell: dict) -> bool:
+    # JupyterLab shows errors and stderr with this mime type; nbgrader scores both 0.
+    return any(out["mime"] == "application/vnd.jupyter.stderr" for out in cell["outputs"])
+
+
+def _shot(page: Page, name: str, cell_index: int | None = None) -> None:
+    if cell_index is not None:
+        cell = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(cell_index)
+        cell.scroll_into_view_if_needed()
+        cell.evaluate("node => node.scrollIntoView({block: 'start'})")
+        time.sleep(0.3)  # let the scroll settle before the picture
+    page.screenshot(path=SCREENSHOTS / f"{name}.png")
+
+
+def _grade_ids(notebook: nbformat.NotebookNode) -> list[str]:
+    return [cell.metadata.get("nbgrader", {}).get("grade_id", "") for cell in notebook.cells]
+
+
+def _reference_answer(assignment: str, grade_id: str) -> str:
+    """The answer cell ``grade_id`` of ``solutions/``, without nbgrader's markers."""
+    source = jupytext.read(REPO / "solutions" / assignment / f"{assignment}.py")
+    [cell] = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    lines = cell.source.splitlines()
+    return "\n".join(
+        line
+        for line in lines
+        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment: str):
+    base, root, _ = lab
+    browser_page, console_errors = page
+    path = f"{assignment}/{assignment}.ipynb"
+    notebook = nbformat.read(root / path, as_version=4)
+    grade_ids = _grade_ids(notebook)
+    code_cells = sum(cell.cell_type == "code" for cell in notebook.cells)
+
+    _open(browser_page, base, path)
+    browser_page.locator(".jp-NotebookPanel .jp-Cell").first.click()
+    _menu(browser_page, "Run", "Run All Cells")
+    _wait_until_idle(browser_page, code_cells)
+
+    # make lab turns nbgrader's Create Assignment panel off (it could unlock a test cell).
+    assert browser_page.locator("#nbgrader-create_assignemnt").count() == 0  # nbgrader's id
+    assert browser_page.get_by_title("Nbgrader Create Assignment").count() == 0
+
+    cells = _cells(browser_page)
+    assert len(cells) == len(notebook.cells), "every cell is in the page"
+    tests = [i for i, grade_id in enumerate(grade_ids) if grade_id.endswith("-tests")]
+    assert tests, "the notebook has graded test cells"
+    for index in tests:
+        text = " ".join(out["text"] for out in cells[index]["outputs"])
+        assert _failed(cells[index]) and STUB_MESSAGE in text, (
+            f"{grade_ids[index]} should fail with '{STUB_MESSAGE}' before it is answered"
+        )
+    others = [i for i, cell in enumerate(cells) if cell["code"] and i not in tests]
+    failing = [notebook.cells[i].source[:80] for i in others if _failed(cells[i])]
+    assert not failing, f"cells outside the tests failed: {failing}"
+
+    svgs = [out for cell in cells for out in cell["outputs"] if out["mime"] == "image/svg+xml"]
+    drawing = [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and re.search(r"^draw\(", cell.source, re.MULTILINE)
+    ]
+    assert len(svgs) >= max(2, len(drawing)), "each graph shows as an SVG output"
+    assert all(out["svg"] for out in svgs), "an SVG graph did not render"
+    for index in drawing:
+        assert any(out["svg"] for out in cells[index]["outputs"]), notebook.cells[index].source
+    texts = " ".join(out["text"] for cell in cells for out in cell["outputs"])
+    # diagnose() names a cell "Cell In[7], line 3" (PyTorch's own anomaly traces keep the
+    # file name: they are not ours to rename).
+    assert not re.search(r"\bat /tmp/ipykernel_\d+/", texts), "diagnose named a temporary file"
+    if "track_inplace" in "".join(cell.source for cell in notebook.cells):
+        assert re.search(r"\bat Cell In\[\d+\], line \d+", texts), "diagnose names the cell"
+
+    first_graph = next(i for i, cell in enumerate(cells) if any(o["svg"] for o in cell["outputs"]))
+    _shot(browser_page, f"{assignment}-1-graph", first_graph)
+    _shot(browser_page, f"{assignment}-2-not-answered", tests[0])
+    if assignment == SOLVED:
+        _solve_first_exercise_and_validate(browser_page, assignment, grade_ids, tests)
+    assert not console_errors, f"browser console errors: {console_errors}"
+
+
+def _solve_first_exercise_and_validate(page: Page, assignment, grade_ids, tests) -> None:
+    test_index = tests[0]
+    exercise = grade_ids[test_index].removesuffix("-tests")
+    answer_index = grade_ids.index(f"{exercise}-answer")
+    assert answer_index == test_index - 1, "the answer cell comes right before its tests"
+    editor = page.locator(".jp-NotebookPanel .jp-Cell").nth(answer_index).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(_reference_answer(assignment, f"{exercise}-answer"))
+    before = _cells(page)[test_index]["prompt"]
+    page.keyboard.press("Shift+Enter")  # runs the answer, selects its test cell
+    page.keyboard.press("Shift+Enter")  # runs the test cell
+    page.wait_for_function(
+        """([index, before]) => {
+          const cell = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];
+          const prompt = cell.querySelector('.jp-InputPrompt').textContent;
+          return prompt !== before && /\\[\\d+\\]/.test(prompt) && IDLE === 'idle';
+        }""".replace("IDLE", IDLE),
+        arg=[test_index, before],
+        timeout=RUN_TIMEOUT_S * 1000,
+    )
+    cells = _cells(page)
+    assert not _failed(cells[answer_index]) and not _failed(cells[test_index])
+    assert PASS_LINE in " ".join(out["text"] for out in cells[test_index]["outputs"])
+    # The picture ends with the test cell's pass line, under the answer and the tests.
+    output = page.locator(".jp-NotebookPanel .jp-Cell").nth(test_index).locator(".jp-OutputArea")
+    output.evaluate("node => node.scrollIntoView({block: 'end'})")
+    time.sleep(0.3)
+    _shot(page, f"{assignment}-3-solved")
+
+    page.locator(".jp-ToolbarButtonComponent-label", has_text=re.compile("^Validate$")).click()
+    dialog = page.locator(".jp-Dialog #validation-message")
+    dialog.wait_for(timeout=RUN_TIMEOUT_S * 1000)
+    text = dialog.inner_text()
+    _shot(page, f"{assignment}-4-validate")
+    failing = [g.removesuffix("-tests") for g in grade_ids if g.endswith("-tests")]
+    failing.remove(exercise)
+    summary = text.split("\n", 2)[:2]
+    assert f"not yet: {', '.join(failing)}." in text, text[:500]
+    assert f"({exercise})" in text.split("Below:")[0], f"{exercise} should pass: {summary}"
+    for name in failing:
+        assert f"{name}: Checks" in text, f"the dialog names {name}"
+    assert STUB_MESSAGE in text
+    assert len(text) < 3000, f"the Validate dialog should be short, it has {len(text)} chars"
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+
+
+@pytest.mark.slow
+def test_browser_session_left_the_server_log_clean(lab):
+    # Runs after the notebooks (pytest keeps file order): the whole session's log.
+    _, _, log = lab
+    problems = [
+        line
+        for line in log.read_text().splitlines()
+        if line.startswith(("[E ", "[W ")) or "Traceback" in line
+    ]
+    assert not problems, "\n".join(problems)
