@@ -201,10 +201,11 @@ class SandboxedExecute(Execute):
             if phase == "after":
                 cell.outputs.append(not_run(self._stopped))
         elif changes and phase == "before":
-            self._note(TAMPERED, f"replaced {', '.join(changes)} (restored before the tests)")
+            found = ", ".join(changes)
+            self._note(TAMPERED, f"before {exercise}'s test: {found} (undone or refused there)")
         elif changes:
             replaced = ", ".join(changes)
-            reason = f"the code under test replaced {replaced} while {exercise}'s test ran"
+            reason = f"while {exercise}'s test ran: {replaced}"
             self._note(TAMPERED, reason + "; that test fails")
             cell.outputs.append(new_output("error", ename="Tampered", evalue=reason, traceback=[]))
 
