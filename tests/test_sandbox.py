@@ -17,9 +17,11 @@ from nbclient import NotebookClient
 from nbformat import v4
 
 from autograder.course import REPO, Course
+from autograder.preprocessors.execute import NOT_RUN, SandboxedExecute
 from autograder.pipeline.autograde import forked_kernels
-from autograder.sandbox.bwrap import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
 from autograder.sandbox.limits import Limits
+from autograder.submission import ERROR, KEY, TIMEOUT, outcome
+from autograder.sandbox.bwrap import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
 from autograder.sandbox.zygote import Zygote
 
 
@@ -243,6 +245,37 @@ def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_
         if output.output_type == "error"
     ]
     assert errors == []
+
+
+@pytest.mark.slow
+def test_output_that_does_not_arrive_is_reported_as_such_and_fails_its_test(zygote):
+    # Three display messages far over the output limit; an IOPub wait of 0 s stands for
+    # the 700 MB ones that took longer than nbclient waits after the cell's reply.
+    source = (
+        "from IPython.display import display\n\nfor _ in range(3):\n"
+        "    display({'text/plain': 'x' * 200_000}, raw=True)\nassert False, 'a wrong answer'"
+    )
+    cell = v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "q1-tests",
+        "locked": True,
+        "points": 1,
+        "solution": False,
+        "schema_version": 3,
+    }
+    notebook = v4.new_notebook(cells=[v4.new_code_cell("print('an answer cell')"), cell])
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    executor = SandboxedExecute(timeout=30, iopub_timeout=0, max_output_chars=1000)
+    notebook, _ = executor.preprocess(notebook, {"metadata": {"path": str(REPO)}})
+    recorded = notebook.metadata[KEY]
+    _, message = outcome(notebook)
+    assert TIMEOUT not in recorded and "ran past" not in message, message
+    # (A kernel started outside nbgrader's configuration also reports its sys.stdout.)
+    (lost,) = [entry for entry in recorded[ERROR] if entry.startswith("q1's test")]
+    assert "did not all arrive" in lost and "1,000 kept per cell" in lost
+    assert lost.endswith("that test fails")
+    assert NOT_RUN in [output.get("ename") for output in notebook.cells[1].outputs]
 
 
 @pytest.mark.slow

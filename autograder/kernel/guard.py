@@ -414,9 +414,15 @@ class Guard:
         original = thread_module.start_new_thread
         guard = self
 
-        def start_new_thread(*args: Any, **kwargs: Any) -> int:
-            guard.threads_started += 1
-            return original(*args, **kwargs)
+        def start_new_thread(function: Any, *args: Any, **kwargs: Any) -> int:
+            thread = getattr(function, "__self__", None)  # Thread.start passes _bootstrap
+            if isinstance(thread, threading.Thread):
+                origin = _thread_origin(thread)
+            else:
+                origin = getattr(function, "__module__", "") or ""
+            if not origin.startswith(KERNEL_PACKAGES):
+                guard.threads_started += 1
+            return original(function, *args, **kwargs)
 
         for module, name in ((thread_module, "start_new_thread"), (thread_module, "start_new")):
             if getattr(module, name, None) is original:
@@ -492,11 +498,7 @@ class Guard:
             if ident in self.threads_at_start:
                 continue
             thread = objects.get(ident)
-            origin = ""
-            if type(thread) is threading.Thread:
-                origin = getattr(getattr(thread, "_target", None), "__module__", "") or ""
-            elif thread is not None:
-                origin = type(thread).__module__
+            origin = _thread_origin(thread) if thread is not None else ""
             if not origin.startswith(KERNEL_PACKAGES):
                 label = thread.name if thread is not None else ident
                 found.append(f"a thread the kernel did not start ({label})")
@@ -659,6 +661,13 @@ class Guard:
                 self.shell.events.callbacks[event][:] = funcs
             self._student_callbacks = None
         return changes
+
+
+def _thread_origin(thread: threading.Thread) -> str:
+    """The module that made a thread: its class's, or its target's for a plain Thread."""
+    if type(thread) is threading.Thread:
+        return getattr(getattr(thread, "_target", None), "__module__", "") or ""
+    return type(thread).__module__
 
 
 def _tensor_classes() -> list[type]:
