@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import subprocess
@@ -222,6 +223,49 @@ def test_nothing_a_kernel_started_outlives_it(zygote):
         if marker.encode() in cmdline and entry.isdigit() and int(entry) != os.getpid():
             alive.append(entry)
     assert alive == []
+
+
+_ADD_KEYS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for ring in (-4, -3, -5):  # the user, session and user session keyrings
+    libc.syscall(248, b"user", b"autograder-test-key", b"secret", 6, ctypes.c_long(ring))
+print(os.getuid())
+"""
+
+
+def _keys_of(uid: int) -> list[int]:
+    """Keys named autograder-test-key that ``uid`` can find in its keyrings."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            found = [
+                libc.syscall(250, 10, ctypes.c_long(ring), b"user", b"autograder-test-key", 0)
+                for ring in (-4, -3, -5)
+            ]
+            os.write(write, repr([key for key in found if key > 0]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as answer:
+        return eval(answer.read())  # a list of ints written just above
+
+
+@pytest.mark.slow
+def test_no_key_of_a_student_survives_its_kernel(zygote):
+    if not zygote.sandbox.separate_uids:
+        pytest.skip("without a uid per student the keyrings are the grader's")
+    if os.uname().machine != "x86_64":
+        pytest.skip("the syscall numbers above are x86_64's")
+    (uid,) = _run(_ADD_KEYS)
+    assert uid.isdigit(), uid
+    # The uid's user keyring outlives its processes; the grader clears it at reap.
+    assert _keys_of(int(uid)) == []
 
 
 @pytest.mark.slow

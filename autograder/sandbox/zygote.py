@@ -74,6 +74,17 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 
 
+# The kernel keyring (keyctl(2)): a key of a uid's user keyring outlives its processes,
+# and the next student (or run) with that uid could read it.
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_KEYCTL_CLEAR = 7
+_KEYCTL_GET_PERSISTENT = 22
+_KEY_SPEC_PROCESS_KEYRING = -2
+_KEY_SPEC_USER_KEYRING = -4
+_KEY_SPEC_USER_SESSION_KEYRING = -5
+
+
 class ZygoteError(RuntimeError):
     """The zygote did not start, or died, or refused a request."""
 
@@ -84,6 +95,30 @@ def _prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def _keyctl(*args: int) -> int:
+    """Calls keyctl(2) through libc's syscall (keyutils may not be installed)."""
+    number = _SYS_KEYCTL.get(os.uname().machine)
+    if sys.platform != "linux" or number is None:
+        return -1
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(number, *(ctypes.c_long(arg) for arg in args))
+
+
+def clear_own_keys() -> None:
+    """Empties the keyrings this process's uid keeps beyond its processes.
+
+    The user keyring, the user session keyring and the persistent keyring belong to the
+    uid, not to a process: cleared before a student's code runs and after it is reaped,
+    no key passes from one student (or run) to the next one with the same uid. Errors
+    (no keyring yet, no keyctl in this kernel) leave nothing to clear.
+    """
+    _keyctl(_KEYCTL_CLEAR, _KEY_SPEC_USER_KEYRING)
+    _keyctl(_KEYCTL_CLEAR, _KEY_SPEC_USER_SESSION_KEYRING)
+    persistent = _keyctl(_KEYCTL_GET_PERSISTENT, -1, _KEY_SPEC_PROCESS_KEYRING)
+    if persistent > 0:
+        _keyctl(_KEYCTL_CLEAR, persistent)
 
 
 # --------------------------------------------------------------------------------------
@@ -156,6 +191,9 @@ def _become_kernel(request: dict, channel_fds: tuple[int, ...]) -> None:
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+            clear_own_keys()
+            # A new anonymous session keyring: not the zygote's, not a previous kernel's.
+            _keyctl(_KEYCTL_JOIN_SESSION_KEYRING, 0)
         _prctl(_PR_SET_NO_NEW_PRIVS, 1)
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
         os.chdir(request["cwd"])
@@ -274,6 +312,7 @@ class _Server:
                 os.setuid(uid)
                 with contextlib.suppress(OSError):
                     os.kill(-1, signal.SIGKILL)
+                clear_own_keys()
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
@@ -298,6 +337,9 @@ class _Server:
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
+        if uid is not None and os.geteuid() == 0:
+            # Once nothing of the uid runs: no process of it can add a key after this.
+            self._kill_as(uid)
         remove_tree(folder)
         if work is not None:
             remove_tree(work)
