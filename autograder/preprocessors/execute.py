@@ -134,9 +134,10 @@ class SandboxedExecute(Execute):
             cell.outputs.append(not_run(self._stopped))
             return cell, resources
         except CellTimeoutError as error:
-            if IOPUB_TIMEOUT in str(error):
-                # The cell ended (its reply came), but not all of its output: huge messages
-                # still on their way. Not a timeout; a test's error may be among the lost.
+            if IOPUB_TIMEOUT in str(error) and not self._timed_out:
+                # The cell ended (its own reply came, not the one nbclient makes up after a
+                # timeout), but not all of its output: huge messages still on their way.
+                # Not a timeout; a test's error may be among the lost.
                 self._output_lost(cell, index)
                 return cell, resources
             # nbclient raises this when the kernel stays silent after the interrupt.
