@@ -208,8 +208,8 @@ import sys
 from pathlib import Path
 
 from autograder.course import Course
-from autograder.limits import Limits
-from autograder.pipeline import grade_class
+from autograder.sandbox.limits import Limits
+from autograder.pipeline.run import grade_class
 
 if __name__ == "__main__":
     root, submissions = Path(sys.argv[1]), Path(sys.argv[2])
@@ -238,7 +238,7 @@ def test_two_runs_at_once_a_hog_in_one_costs_the_other_nothing(tmp_path):
     import sys
     import time
 
-    from autograder.fixtures import submissions_folder
+    from autograder.authoring.wrong_answers import submissions_folder
 
     if not sandbox.course_sandbox(Course.repository()).separate_uids:
         pytest.skip("without a uid per student the process limit is the grader's")

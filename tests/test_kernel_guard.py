@@ -1,6 +1,6 @@
 """The torch internals that the kernel guard reads, checked against the installed torch.
 
-``autograder/kernel_guard.py`` keeps every private torch API it uses in a few functions
+``autograder/kernel/guard.py`` keeps every private torch API it uses in a few functions
 (mode stacks, disabling modes, the dispatcher's registrations). A torch release that moves
 one must fail here, loudly, and not turn into a silent hole in the grading of a class.
 """
@@ -15,8 +15,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograder import kernel_guard
-from autograder.kernel_guard import (
+from autograder.kernel import guard as kernel_guard
+from autograder.kernel.guard import (
     COMPARISON_OPS,
     pop_torch_modes,
     python_kernels,

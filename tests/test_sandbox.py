@@ -18,12 +18,12 @@ from nbclient import NotebookClient
 from nbformat import v4
 
 from autograder.course import REPO, Course
-from autograder.preprocessors.execute import NOT_RUN, SandboxedExecute
 from autograder.pipeline.autograde import forked_kernels
-from autograder.sandbox.limits import Limits
-from autograder.submission import ERROR, KEY, TIMEOUT, outcome
+from autograder.preprocessors.execute import NOT_RUN, SandboxedExecute
 from autograder.sandbox.bwrap import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import Zygote
+from autograder.submission import ERROR, KEY, TIMEOUT, outcome
 
 
 def test_bwrap_arguments_hide_private_paths_and_open_mount_points(tmp_path):
