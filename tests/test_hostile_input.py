@@ -2,13 +2,15 @@
 
 Collecting never follows a symbolic link, refuses zip bombs and ids nbgrader would glob,
 escapes spreadsheet formulas in the CSV, removes trees of any depth, and two grading runs
-on one machine never share a student uid.
+on one machine never share a student uid (and one run's process hog leaves the other's
+student at the same slot its full grade).
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -182,3 +184,97 @@ def test_students_collected_but_never_graded_are_not_exported_as_ok(tmp_path):
     rows, _ = export_class(course, ASSIGNMENT)  # autograde never ran (it crashed, say)
     assert [(row["student_id"], row["status"]) for row in rows] == [("honest", "error")]
     assert "not graded" in rows[0]["message"]
+
+
+# Run A's student: fills its uid's process limit with children that sleep, and holds them.
+_HOG = """
+import os
+import time
+
+children = []
+try:
+    while len(children) < 10_000:
+        pid = os.fork()
+        if pid == 0:
+            os.execvp("sleep", ["sleep", "61.5"])
+        children.append(pid)
+except OSError:
+    pass
+print(f"holding {len(children)} processes")
+time.sleep(30)
+"""
+
+_GRADE_ONE_RUN = """
+import json
+import sys
+from pathlib import Path
+
+from autograder.course import Course
+from autograder.sandbox.limits import Limits
+from autograder.pipeline.run import grade_class
+
+if __name__ == "__main__":
+    root, submissions = Path(sys.argv[1]), Path(sys.argv[2])
+    course = Course.at(root, release=root / "release")
+    limits = Limits(cell_timeout=60, notebook_timeout=180, processes=64)
+    result = grade_class(course, sys.argv[3], submissions, jobs=1, limits=limits)
+    rows = [[row["student_id"], row["status"], row["score"], row["message"]] for row in result.rows]
+    print(json.dumps(rows))
+"""
+
+
+def _hog_children() -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        try:
+            count += Path(f"/proc/{entry}/cmdline").read_bytes() == b"sleep\x0061.5\x00"
+        except OSError:
+            continue
+    return count
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_a_hog_in_one_costs_the_other_nothing(tmp_path):
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from autograder.authoring.wrong_answers import submissions_folder
+
+    if not sandbox.course_sandbox(Course.repository()).separate_uids:
+        pytest.skip("without a uid per student the process limit is the grader's")
+    perfect = submissions_folder(ASSIGNMENT) / "perfect" / f"{ASSIGNMENT}.ipynb"
+    hog = nbformat.read(perfect, as_version=4)
+    hog.cells.insert(0, v4.new_code_cell(_HOG))
+    for run in ("a", "b"):
+        (tmp_path / run / "submissions").mkdir(parents=True)
+    # One student per run, one job: both are the first student of the first worker.
+    (tmp_path / "a" / "submissions" / "hog").mkdir()
+    nbformat.write(hog, tmp_path / "a" / "submissions" / "hog" / f"{ASSIGNMENT}.ipynb")
+    (tmp_path / "b" / "submissions" / "perfect").mkdir()
+    shutil.copy(perfect, tmp_path / "b" / "submissions" / "perfect")
+    script = tmp_path / "grade_one_run.py"
+    script.write_text(_GRADE_ONE_RUN)
+
+    def start(run: str) -> subprocess.Popen:
+        folder = tmp_path / run
+        arguments = [str(folder / "course"), str(folder / "submissions"), ASSIGNMENT]
+        return subprocess.Popen(
+            [sys.executable, str(script), *arguments], stdout=subprocess.PIPE, text=True
+        )
+
+    run_a = start("a")
+    deadline = time.monotonic() + 120
+    while _hog_children() < 20 and time.monotonic() < deadline and run_a.poll() is None:
+        time.sleep(0.2)
+    assert _hog_children() >= 20, "run A's student never started its processes"
+    run_b = start("b")  # while run A's student holds its processes
+    out_b, _ = run_b.communicate(timeout=300)
+    out_a, _ = run_a.communicate(timeout=300)
+    assert run_a.returncode == 0 and run_b.returncode == 0
+    [(student, status, score, message)] = json.loads(out_b.strip().splitlines()[-1])
+    assert (student, status, score) == ("perfect", OK, 13), message
+    [(student, *_)] = json.loads(out_a.strip().splitlines()[-1])
+    assert student == "hog"
+    assert _hog_children() == 0, "run A's student left processes behind"

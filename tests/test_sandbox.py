@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import subprocess
@@ -18,9 +19,11 @@ from nbformat import v4
 
 from autograder.course import REPO, Course
 from autograder.pipeline.autograde import forked_kernels
+from autograder.preprocessors.execute import NOT_RUN, SandboxedExecute
 from autograder.sandbox.bwrap import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import Zygote
+from autograder.submission import ERROR, KEY, TIMEOUT, outcome
 
 
 def test_bwrap_arguments_hide_private_paths_and_open_mount_points(tmp_path):
@@ -258,6 +261,49 @@ def test_nothing_a_kernel_started_outlives_it(zygote):
     assert alive == []
 
 
+_ADD_KEYS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for ring in (-4, -3, -5):  # the user, session and user session keyrings
+    libc.syscall(248, b"user", b"autograder-test-key", b"secret", 6, ctypes.c_long(ring))
+print(os.getuid())
+"""
+
+
+def _keys_of(uid: int) -> list[int]:
+    """Keys named autograder-test-key that ``uid`` can find in its keyrings."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            found = [
+                libc.syscall(250, 10, ctypes.c_long(ring), b"user", b"autograder-test-key", 0)
+                for ring in (-4, -3, -5)
+            ]
+            os.write(write, repr([key for key in found if key > 0]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as answer:
+        return eval(answer.read())  # a list of ints written just above
+
+
+@pytest.mark.slow
+def test_no_key_of_a_student_survives_its_kernel(zygote):
+    if not zygote.sandbox.separate_uids:
+        pytest.skip("without a uid per student the keyrings are the grader's")
+    if os.uname().machine != "x86_64":
+        pytest.skip("the syscall numbers above are x86_64's")
+    (uid,) = _run(_ADD_KEYS)
+    assert uid.isdigit(), uid
+    # The uid's user keyring outlives its processes; the grader clears it at reap.
+    assert _keys_of(int(uid)) == []
+
+
 @pytest.mark.slow
 def test_the_memory_limit_stops_a_20_gb_allocation(zygote):
     result = _run("import torch\nx = torch.ones(5 * 2**30)", "print('still here')")
@@ -279,6 +325,37 @@ def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_
         if output.output_type == "error"
     ]
     assert errors == []
+
+
+@pytest.mark.slow
+def test_output_that_does_not_arrive_is_reported_as_such_and_fails_its_test(zygote):
+    # Three display messages far over the output limit; an IOPub wait of 0 s stands for
+    # the 700 MB ones that took longer than nbclient waits after the cell's reply.
+    source = (
+        "from IPython.display import display\n\nfor _ in range(3):\n"
+        "    display({'text/plain': 'x' * 200_000}, raw=True)\nassert False, 'a wrong answer'"
+    )
+    cell = v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "q1-tests",
+        "locked": True,
+        "points": 1,
+        "solution": False,
+        "schema_version": 3,
+    }
+    notebook = v4.new_notebook(cells=[v4.new_code_cell("print('an answer cell')"), cell])
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    executor = SandboxedExecute(timeout=30, iopub_timeout=0, max_output_chars=1000)
+    notebook, _ = executor.preprocess(notebook, {"metadata": {"path": str(REPO)}})
+    recorded = notebook.metadata[KEY]
+    _, message = outcome(notebook)
+    assert TIMEOUT not in recorded and "ran past" not in message, message
+    # (A kernel started outside nbgrader's configuration also reports its sys.stdout.)
+    (lost,) = [entry for entry in recorded[ERROR] if entry.startswith("q1's test")]
+    assert "did not all arrive" in lost and "1,000 kept per cell" in lost
+    assert lost.endswith("that test fails")
+    assert NOT_RUN in [output.get("ename") for output in notebook.cells[1].outputs]
 
 
 @pytest.mark.slow

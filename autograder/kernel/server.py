@@ -43,7 +43,7 @@ from pathlib import Path
 
 import psutil
 
-from autograder.kernel import protocol
+from autograder.kernel import keyring, protocol
 from autograder.kernel.fs import chown_tree, remove_tree
 
 # Imported once in the zygote; every kernel starts with them loaded. torch._dynamo is
@@ -136,6 +136,8 @@ def _become_kernel(request: dict, channel_fds: tuple[int, ...]) -> None:
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+            keyring.clear_own_keys()
+            keyring.join_fresh_session_keyring()
         _prctl(_PR_SET_NO_NEW_PRIVS, 1)
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
         os.chdir(request["cwd"])
@@ -245,6 +247,7 @@ class _Server:
                 os.setuid(uid)
                 with contextlib.suppress(OSError):
                     os.kill(-1, signal.SIGKILL)
+                keyring.clear_own_keys()
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
@@ -269,6 +272,9 @@ class _Server:
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
+        if uid is not None and os.geteuid() == 0:
+            # Once nothing of the uid runs: no process of it can add a key after this.
+            self._kill_as(uid)
         remove_tree(folder)
         if work is not None:
             remove_tree(work)

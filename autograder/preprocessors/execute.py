@@ -39,6 +39,8 @@ from autograder.submission import ERROR, MEMORY, TAMPERED, TIMEOUT, record
 
 MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
 NOT_RUN = "NotRun"
+# How nbclient's CellTimeoutError begins when the reply came but the output did not.
+IOPUB_TIMEOUT = "Timeout waiting for IOPub output"
 
 
 def not_run(reason: str) -> NotebookNode:
@@ -132,7 +134,13 @@ class SandboxedExecute(Execute):
             self._stop(ERROR, f"the kernel died in {where} (os._exit, a crash or a kill)")
             cell.outputs.append(not_run(self._stopped))
             return cell, resources
-        except CellTimeoutError:
+        except CellTimeoutError as error:
+            if IOPUB_TIMEOUT in str(error) and not self._timed_out:
+                # The cell ended (its own reply came, not the one nbclient makes up after a
+                # timeout), but not all of its output: huge messages still on their way.
+                # Not a timeout; a test's error may be among the lost.
+                self._output_lost(cell, index)
+                return cell, resources
             # nbclient raises this when the kernel stays silent after the interrupt.
             self._timed_out = True
             cell.outputs.append(new_output("error", **self.error_on_timeout))
@@ -149,6 +157,21 @@ class SandboxedExecute(Execute):
             ):
                 self._note(MEMORY, f"{_where(cell, index)} ran out of memory")
         return cell, resources
+
+    def _output_lost(self, cell: NotebookNode, index: int) -> None:
+        """Records a cell whose output did not all arrive; a test cell then fails."""
+        where = _where(cell, index)
+        reason = (
+            f"{where} ended, but its output did not all arrive within {self.iopub_timeout} s: "
+            f"messages too large ({self._output_used.get(index, 0):,} characters received, "
+            f"{self.max_output_chars:,} kept per cell); the rest was dropped"
+        )
+        if utils.is_grade(cell):
+            reason += ", and that test fails"
+            cell.outputs.append(not_run(reason))
+            if not self._stopped:
+                self._guard(cell, "after")
+        self._note(ERROR, reason)
 
     async def _async_handle_timeout(
         self, timeout: int, cell: NotebookNode | None = None
@@ -202,10 +225,11 @@ class SandboxedExecute(Execute):
             if phase == "after":
                 cell.outputs.append(not_run(self._stopped))
         elif changes and phase == "before":
-            self._note(TAMPERED, f"replaced {', '.join(changes)} (restored before the tests)")
+            found = ", ".join(changes)
+            self._note(TAMPERED, f"before {exercise}'s test: {found} (undone or refused there)")
         elif changes:
             replaced = ", ".join(changes)
-            reason = f"the code under test replaced {replaced} while {exercise}'s test ran"
+            reason = f"while {exercise}'s test ran: {replaced}"
             self._note(TAMPERED, reason + "; that test fails")
             cell.outputs.append(new_output("error", ename="Tampered", evalue=reason, traceback=[]))
 

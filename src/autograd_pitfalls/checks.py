@@ -185,6 +185,16 @@ def on_meta(
     return result
 
 
+def _exact_tensor(tensor: torch.Tensor, name: str) -> None:
+    # A subclass can answer is_leaf, grad_fn or a comparison as it likes: the exercises ask
+    # for plain tensors (or a Parameter), so only those classes are checked at all.
+    if type(tensor) not in (torch.Tensor, nn.Parameter):
+        raise AssertionError(
+            f"{name} should be a torch.Tensor (or an nn.Parameter), "
+            f"not the subclass {type(tensor).__name__}."
+        )
+
+
 def assert_is_leaf(tensor: Any, name: str, *, requires_grad: bool = True) -> None:
     """Asserts that ``tensor`` is a leaf, so that ``backward()`` fills its ``.grad``.
 
@@ -194,11 +204,13 @@ def assert_is_leaf(tensor: Any, name: str, *, requires_grad: bool = True) -> Non
         requires_grad: Also require ``tensor.requires_grad`` (the default).
 
     Raises:
-        AssertionError: With the pitfall named, if ``tensor`` is not a tensor, not a
-            leaf, or does not require grad.
+        AssertionError: With the pitfall named, if ``tensor`` is not a tensor (a
+            ``torch.Tensor`` or ``nn.Parameter``, not a subclass), not a leaf, or does not
+            require grad.
     """
     if not isinstance(tensor, torch.Tensor):
         raise AssertionError(f"{name} should be a tensor, got {type(tensor).__name__}.")
+    _exact_tensor(tensor, name)
     if not tensor.is_leaf:
         raise AssertionError(
             f"{name} is not a leaf: it has grad_fn=<{type(tensor.grad_fn).__name__}>. "
@@ -249,13 +261,15 @@ def assert_grad_close(
         atol: Absolute tolerance, as in :func:`torch.allclose`.
 
     Raises:
-        AssertionError: With the pitfall named, if ``actual`` is None, has another shape
+        AssertionError: With the pitfall named, if ``actual`` is None, not a
+            ``torch.Tensor`` or ``nn.Parameter`` (a subclass is refused), has another shape
             or device, or differs by more than the tolerances.
     """
     if actual is None:
         raise AssertionError(f"{name} is None. " + explain("grad-never-reached"))
     if not isinstance(actual, torch.Tensor):
         raise AssertionError(f"{name} should be a tensor, got {type(actual).__name__}.")
+    _exact_tensor(actual, name)
     if actual.shape != expected.shape:
         raise AssertionError(
             f"{name} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}."

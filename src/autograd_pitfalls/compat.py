@@ -8,12 +8,17 @@ only, and ``tests/test_compat.py`` checks each one on the installed torch, so th
 upgrade that moves or renames one fails there, loudly, rather than somewhere in a
 notebook. (``Tensor._version``, the version counter, is what notebook 02 teaches: it is
 used as the course uses it.)
+The grader's guard (``autograder/kernel/guard.py``) reads the active torch modes and the
+kernels registered from Python through the functions at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import torch
 from torch._ops import OpOverload
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -25,6 +30,10 @@ __all__ = [
     "TorchDispatchMode",
     "op_arguments",
     "op_name",
+    "pop_torch_modes",
+    "python_kernels",
+    "torch_mode_stacks",
+    "torch_modes_off",
     "tree_leaves",
 ]
 
@@ -43,3 +52,73 @@ def op_name(func: OpOverload) -> str:
 def op_arguments(func: OpOverload) -> list[Any]:
     """Returns the arguments of an aten op's schema (``name``, ``alias_info``, ...)."""
     return list(func._schema.arguments)
+
+
+# Dispatch keys whose kernels compute what CPU (or CUDA) tests see.
+DISPATCH_KEYS = frozenset(
+    {
+        "CPU",
+        "CUDA",
+        "BackendSelect",
+        "ADInplaceOrView",
+        "Autograd",
+        "AutogradCPU",
+        "AutogradCUDA",
+        "AutogradOther",
+        "CompositeImplicitAutograd",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+        "Undefined",
+    }
+)
+
+
+# What the grader's guard reads in each student's kernel (autograder/kernel/guard.py): the
+# active torch modes and the kernels registered from Python (tests/test_kernel_guard.py).
+def torch_mode_stacks() -> tuple[list[Any], list[Any]]:
+    """Returns the active torch function modes and dispatch modes of this thread."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    functions = [
+        torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())
+    ]
+    return functions, list(_get_current_dispatch_mode_stack())
+
+
+def pop_torch_modes() -> list[str]:
+    """Pops every torch function and dispatch mode of this thread; returns their classes."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, _pop_mode
+
+    popped = []
+    while torch._C._len_torch_function_stack():
+        popped.append(type(torch._C._pop_torch_function_stack()).__name__)
+    while _get_current_dispatch_mode_stack():
+        popped.append(type(_pop_mode()).__name__)
+    return popped
+
+
+@contextlib.contextmanager
+def torch_modes_off() -> Iterator[None]:
+    """Runs a block with every mode and ``__torch_function__`` override disabled."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with torch._C.DisableTorchFunction(), _disable_current_modes():
+        yield
+
+
+def python_kernels(ops: tuple[str, ...] | None = None) -> frozenset[str]:
+    """The kernels registered from Python (``torch.library``) for ``ops`` (default: all).
+
+    Python kernels are boxed only: the dispatcher prints them as ``:: (none) [ boxed ]``.
+    """
+    found = set()
+    for op in ops if ops is not None else torch._C._dispatch_get_all_op_names():
+        try:
+            dump = torch._C._dispatch_dump(op)
+        except RuntimeError:
+            continue  # not registered (yet) in this torch
+        for line in dump.splitlines():
+            key, _, where = line.partition(": registered at ")
+            if where and ":: (none)" in where and key.split("[")[0] in DISPATCH_KEYS:
+                found.add(f"{op} for {key} (registered at {where.split(' :: ')[0]})")
+    return frozenset(found)

@@ -1,0 +1,98 @@
+"""The torch internals that the kernel guard reads, checked against the installed torch.
+
+``autograder/kernel/guard.py`` keeps every private torch API it uses in a few functions
+(mode stacks, disabling modes, the dispatcher's registrations). A torch release that moves
+one must fail here, loudly, and not turn into a silent hole in the grading of a class.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograder.kernel import guard as kernel_guard
+from autograder.kernel.guard import (
+    COMPARISON_OPS,
+    pop_torch_modes,
+    python_kernels,
+    torch_mode_stacks,
+    torch_modes_off,
+)
+
+
+class _Agree(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.allclose:
+            return True
+        return func(*args, **(kwargs or {}))
+
+
+class _Passes(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_mode_stacks_show_and_pop_modes_left_active():
+    assert torch_mode_stacks() == ([], [])
+    function_mode, dispatch_mode = _Agree(), _Passes()
+    function_mode.__enter__()
+    dispatch_mode.__enter__()
+    functions, dispatches = torch_mode_stacks()
+    assert functions == [function_mode] and dispatches == [dispatch_mode]
+    assert sorted(pop_torch_modes()) == ["_Agree", "_Passes"]
+    assert torch_mode_stacks() == ([], [])
+
+
+def test_modes_off_computes_the_honest_answer():
+    ones, zeros = torch.ones(2), torch.zeros(2)
+    with _Agree():
+        assert torch.allclose(ones, zeros) is True
+        with torch_modes_off():
+            assert torch.allclose(ones, zeros) is False
+        assert torch_mode_stacks()[0], "the mode is back after the block"
+
+
+def test_python_kernels_sees_a_torch_library_override():
+    before = python_kernels()
+    assert python_kernels(COMPARISON_OPS) <= before
+    library = torch.library.Library("aten", "IMPL")
+    with pytest.warns(UserWarning, match="Overriding"):
+        library.impl("sub.Tensor", lambda self, other, alpha=1: torch.zeros_like(self), "CPU")
+    try:
+        added = python_kernels() - before
+        assert len(added) == 1 and next(iter(added)).startswith("aten::sub.Tensor for CPU")
+        assert added <= python_kernels(COMPARISON_OPS)
+    finally:
+        library._destroy()
+    assert python_kernels() == before
+
+
+def test_the_audit_events_the_guard_blocks_exist():
+    seen: list[str] = []
+    watching = True
+
+    def hook(event, args):
+        if watching and (event in kernel_guard.BLOCKED_EVENTS or event == "object.__setattr__"):
+            seen.append(event)
+
+    sys.addaudithook(hook)  # stays for the session; it only records while watching
+    try:
+        import gc
+
+        gc.get_referrers(hook)
+        sys.settrace(sys.gettrace())
+        sys.setprofile(sys.getprofile())
+
+        def function(*, atol=1.0):
+            return atol
+
+        function.__code__ = function.__code__
+    finally:
+        watching = False
+    assert {"gc.get_referrers", "sys.settrace", "sys.setprofile", "object.__setattr__"} <= set(seen)
+    assert threading.current_thread() is threading.main_thread()
