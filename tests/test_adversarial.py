@@ -13,6 +13,7 @@ import csv
 import os
 import shutil
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -32,6 +33,16 @@ HONEST = {"aaa_perfect": "perfect", "blank": "blank", "zzz_perfect": "perfect"}
 # Attacks that only the sandbox stops (they read or write other folders).
 NEEDS_SANDBOX = {"reads_hidden_tests_and_solutions", "writes_outside_its_folder"}
 BACKGROUND_MARKER = b"autograder-adversarial-background"
+# Entries only collect sees, made in the batch's folder at test time (a link, a zip bomb,
+# ids nbgrader would glob or a spreadsheet would run): each is refused, with its reason.
+ENTRIES = {
+    "copycat": ("missing", "symbolic link"),
+    "*": ("unreadable", "not a usable student id"),
+    "=HYPERLINK(1)": ("unreadable", "not a usable student id"),
+    "zip_bomb": ("unreadable", "would expand to"),
+}
+# Small enough that the disk filler meets it at once.
+BATCH_LIMITS = Limits(cell_timeout=10, notebook_timeout=120, disk_mb=64)
 
 
 def _honest_scores() -> dict[str, dict[str, str]]:
@@ -67,10 +78,16 @@ def batch(built_course: Course, tmp_path_factory) -> tuple[Course, GradingResult
     shutil.copytree(ADVERSARIAL / "submissions", folder, dirs_exist_ok=True)
     for student, fixture in HONEST.items():
         shutil.copytree(submissions_folder(ASSIGNMENT) / fixture, folder / student)
+    perfect = folder / "aaa_perfect" / f"{ASSIGNMENT}.ipynb"
+    (folder / "copycat").symlink_to(folder / "aaa_perfect")
+    for odd_id in ("*", "=HYPERLINK(1)"):
+        (folder / odd_id).mkdir()
+        shutil.copy(perfect, folder / odd_id / f"{ASSIGNMENT}.ipynb")
+    with zipfile.ZipFile(folder / "zip_bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{ASSIGNMENT}.ipynb", bytes(300 * 2**20))  # 300 MB of zeros
     root = tmp_path_factory.mktemp("adversarial-course")
     course = Course.at(root, release=root / "release")
-    limits = Limits(cell_timeout=10, notebook_timeout=120)
-    return course, grade_class(course, ASSIGNMENT, folder, jobs=2, limits=limits)
+    return course, grade_class(course, ASSIGNMENT, folder, jobs=2, limits=BATCH_LIMITS)
 
 
 def _rows(result: GradingResult) -> dict[str, dict]:
@@ -92,6 +109,33 @@ def test_each_attack_gets_its_status_and_no_more_than_it_earned(batch, student: 
     assert row["max_score"] == 13
     if row["status"] != "ok":
         assert row["message"], "a status other than ok says why"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(ENTRIES))
+def test_entries_collect_refuses_are_reported_in_the_batch(batch, student: str):
+    row = _rows(batch[1])[student]
+    status, reason = ENTRIES[student]
+    assert (row["status"], row["score"]) == (status, 0)
+    assert reason in row["message"]
+
+
+@pytest.mark.slow
+def test_the_csv_never_starts_a_cell_with_a_formula(batch):
+    text = batch[1].csv.read_text()
+    assert "\n'=HYPERLINK" in text
+    assert "\n=" not in text
+
+
+@pytest.mark.slow
+def test_no_student_folder_is_left_on_the_host(batch):
+    # Every kernel's folder (the deep tree and the disk filler's included) is removed.
+    import tempfile
+
+    left = [
+        path for path in Path(tempfile.gettempdir()).glob("autograder-*/k[0-9]*") if path.is_dir()
+    ]
+    assert left == []
 
 
 @pytest.mark.slow

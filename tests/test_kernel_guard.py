@@ -1,7 +1,8 @@
 """The torch internals that the kernel guard reads, checked against the installed torch.
 
-``autograder/kernel/guard.py`` keeps every private torch API it uses in a few functions
-(mode stacks, disabling modes, the dispatcher's registrations). A torch release that moves
+``autograder/kernel/guard.py`` reaches every private torch API it uses through a few
+functions of ``autograd_pitfalls/compat.py`` (mode stacks, disabling modes, the
+dispatcher's registrations). A torch release that moves
 one must fail here, loudly, and not turn into a silent hole in the grading of a class.
 """
 
@@ -15,14 +16,14 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograder.kernel import guard as kernel_guard
-from autograder.kernel.guard import (
-    COMPARISON_OPS,
+from autograd_pitfalls.compat import (
     pop_torch_modes,
     python_kernels,
     torch_mode_stacks,
     torch_modes_off,
 )
+from autograder.kernel import guard as kernel_guard
+from autograder.kernel.guard import COMPARISON_OPS
 
 
 class _Agree(TorchFunctionMode):
