@@ -1,10 +1,10 @@
 """Plain nbgrader and this grader give the same grade to every test of honest submissions.
 
-Plain nbgrader (its own Execute, a fresh kernel per notebook, no sandbox) grades every
-fixture student of every assignment through its command line, with the course's
-``nbgrader_config.py``; this grader (forked kernels, sandbox, restored tests, guard)
-grades the same students in the class the pipeline tests grade (``graded`` in
-conftest.py). Every test cell must get the same score.
+Plain nbgrader (its own Execute, a fresh kernel per notebook, no sandbox) grades fixture
+students of every kind of every assignment (see ``_students``) through its command line,
+with the course's ``nbgrader_config.py``; this grader (forked kernels, sandbox, restored
+tests, guard) grades the same students in the class the pipeline tests grade (``graded``
+in conftest.py). Every test cell must get the same score.
 The hostile fixtures are left out on purpose: there the two must differ.
 """
 
@@ -26,9 +26,18 @@ from autograder.pipeline.collect import collect
 ASSIGNMENTS = assignment_ids()
 
 
+# Plain nbgrader starts a fresh kernel that imports torch for every notebook (4 s each):
+# one student of each kind per assignment keeps the comparison to a minute and a half.
+KINDS = ("perfect", "blank", "alternative_correct_answers", "correct_with_torch_warning")
+WRONG_PER_ASSIGNMENT = 2
+
+
 def _students(assignment: str) -> list[str]:
-    """Every fixture student of ``assignment``: right, wrong, blank, warning."""
-    return sorted(path.name for path in submissions_folder(assignment).iterdir())
+    """Fixture students of ``assignment`` of every kind: right, right another way, blank,
+    warning, and the first wrong answers in name order."""
+    every = sorted(path.name for path in submissions_folder(assignment).iterdir())
+    wrong = [name for name in every if name not in KINDS and "correct" not in name]
+    return sorted([name for name in every if name in KINDS] + wrong[:WRONG_PER_ASSIGNMENT])
 
 
 def _course(root: Path, assignment: str) -> Course:

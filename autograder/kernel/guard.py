@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from autograd_pitfalls.compat import (
+    dispatcher_fingerprint,
     pop_torch_modes,
     python_kernels,
     torch_modes_off,
@@ -97,6 +98,10 @@ COMPARISON_OPS = tuple(
         "is_nonzero", "_local_scalar_dense",
     )
 )  # fmt: skip
+# The kernels torch itself registers from Python, read once where this module is imported:
+# in the zygote, before any kernel is forked (see autograder.kernel.server.PRELOAD).
+KERNELS_AT_IMPORT = python_kernels()
+DISPATCHER_AT_IMPORT = dispatcher_fingerprint()
 
 
 def _is_python_class(cls: type) -> bool:
@@ -252,9 +257,12 @@ class Guard:
         shell.events.register("pre_run_cell", self._pre_run_cell)
         shell.events.register("post_run_cell", self._post_run_cell)
         self.threads_at_start = set(sys._current_frames())
-        torch = sys.modules.get("torch")
-        self.kernels_at_start = python_kernels() if torch else frozenset()
-        self.tensor_classes_at_start = set(_tensor_classes()) if torch else set()
+        # Read in the zygote, before the fork (the same for every kernel, and a tenth of a
+        # second each would spend), again only if the kernel's start registered something.
+        self.dispatcher_at_start = dispatcher_fingerprint()
+        unchanged = self.dispatcher_at_start == DISPATCHER_AT_IMPORT
+        self.kernels_at_start = KERNELS_AT_IMPORT if unchanged else python_kernels()
+        self.tensor_classes_at_start = set(_tensor_classes())
         self.sys_modules = dict(sys.modules)
         names = [name for name in MODULES if name in sys.modules]
         names += sorted(name for name in sys.modules if name.startswith(MODULE_PREFIXES))
@@ -451,6 +459,9 @@ class Guard:
         if not self.comparisons:
             return []
         problems = self._foreign_threads()
+        # Every op's kernels only when the dispatcher's summary moved: reading them all
+        # costs a tenth of a second per test, the summary a few milliseconds.
+        every_op = every_op and dispatcher_fingerprint() != self.dispatcher_at_start
         kernels = python_kernels() if every_op else python_kernels(COMPARISON_OPS)
         problems += [
             f"a kernel registered in torch's dispatcher: {kernel}"

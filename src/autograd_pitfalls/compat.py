@@ -28,6 +28,7 @@ __all__ = [
     "RAW_SAVED_PREFIX",
     "OpOverload",
     "TorchDispatchMode",
+    "dispatcher_fingerprint",
     "op_arguments",
     "op_name",
     "pop_torch_modes",
@@ -122,3 +123,20 @@ def python_kernels(ops: tuple[str, ...] | None = None) -> frozenset[str]:
             if where and ":: (none)" in where and key.split("[")[0] in DISPATCH_KEYS:
                 found.add(f"{op} for {key} (registered at {where.split(' :: ')[0]})")
     return frozenset(found)
+
+
+def dispatcher_fingerprint() -> tuple[int, ...]:
+    """A cheap summary of torch's dispatcher that changes when a kernel is registered.
+
+    How many ops have a kernel for each of :data:`DISPATCH_KEYS`, and how many kernels
+    ``torch.library`` registered (a Python kernel that replaces an existing one leaves
+    the first unchanged, not the second). A few milliseconds, where reading every op's
+    kernels (:func:`python_kernels`) takes a tenth of a second.
+    """
+    import torch.library
+
+    counts = [
+        len(torch._C._dispatch_get_registrations_for_dispatch_key(key))
+        for key in sorted(DISPATCH_KEYS)
+    ]
+    return (*counts, len(torch.library._impls))
