@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import warnings
 
 import nbformat
 import pytest
@@ -138,7 +139,8 @@ def test_the_dispatcher_fingerprint_moves_when_a_kernel_is_registered_from_pytho
     try:
         # A kernel for an op that already has one for the key (CPU's eq): the per-key
         # op count stays, the count of torch.library's registrations moves.
-        with pytest.warns(UserWarning):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's "Overriding ..." (once per process)
             library.impl("eq.Tensor", lambda *args, **kwargs: None, "CPU")
         assert torch_compat.dispatcher_fingerprint() != before
         assert any("aten::eq.Tensor for CPU" in k for k in torch_compat.python_kernels())
