@@ -6,8 +6,8 @@ __all__ = ["Course", "assignment_ids"]
 
 
 def __getattr__(name: str) -> object:
-    # Lazy, so that the grader's kernels (autograder.sandbox.zygote, autograder.kernel.guard)
-    # import this package without importing nbgrader.
+    # Lazy: the sandbox mounts this file with autograder/kernel/ only, and the zygote
+    # and the kernels (autograder.kernel.server, .guard) import it without nbgrader.
     if name in __all__:
         return getattr(import_module("autograder.course"), name)
     raise AttributeError(f"module 'autograder' has no attribute {name!r}")
