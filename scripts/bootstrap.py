@@ -44,23 +44,34 @@ def ensure_graphviz() -> None:
         sys.exit(GRAPHVIZ_HINT)
 
 
-def ensure_bubblewrap() -> None:
-    """Installs Debian's bubblewrap (the grader's sandbox) when we are root with apt.
+def install_optional(package: str, program: str, without_it: str) -> None:
+    """Installs a Debian package when ``program`` is missing and we are root with apt.
 
-    Optional: without it the grader still works, and its report says the sandbox was off.
+    Args:
+        package: The Debian package.
+        program: The command it provides, looked up on PATH.
+        without_it: What happens without it, printed when it cannot be installed.
     """
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if shutil.which("bwrap") or not (is_root and shutil.which("apt-get")):
+    if shutil.which(program) or not (is_root and shutil.which("apt-get")):
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "bubblewrap"]
+    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]
     print("+", " ".join(command), flush=True)
     if subprocess.run(command, env=env, check=False).returncode != 0:
         # The package lists may be missing on a fresh machine.
         subprocess.run(["apt-get", "update", "-qq"], env=env, check=False)
         subprocess.run(command, env=env, check=False)
-    if not shutil.which("bwrap"):
-        print("bubblewrap could not be installed: grading will run without the sandbox.")
+    if not shutil.which(program):
+        print(f"{package} could not be installed: {without_it}.")
+
+
+def ensure_bubblewrap() -> None:
+    """Installs Debian's bubblewrap (the grader's sandbox) when we are root with apt.
+
+    Optional: without it the grader still works, and its report says the sandbox was off.
+    """
+    install_optional("bubblewrap", "bwrap", "grading will run without the sandbox")
 
 
 def ensure_chromium() -> None:
@@ -69,18 +80,7 @@ def ensure_chromium() -> None:
     Optional for the course: without it `tests/test_browser.py` skips and says why.
     Playwright's own browser download is not used: it needs a network this may not have.
     """
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if shutil.which("chromium") or not (is_root and shutil.which("apt-get")):
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]
-    print("+", " ".join(command), flush=True)
-    if subprocess.run(command, env=env, check=False).returncode != 0:
-        # The package lists may be missing on a fresh machine.
-        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False)
-        subprocess.run(command, env=env, check=False)
-    if not shutil.which("chromium"):
-        print("chromium could not be installed: the browser test will be skipped.")
+    install_optional("chromium", "chromium", "the browser test will be skipped")
 
 
 def ensure_venv() -> None:
