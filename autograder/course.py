@@ -8,7 +8,9 @@ pipeline gets its configuration from :func:`nbgrader_config`, and so does the
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +108,35 @@ class Course:
             timeout: Seconds SQLite waits for another process's write instead of failing.
         """
         return f"sqlite:///{self.gradebook}" + (f"?timeout={timeout}" if timeout else "")
+
+    @property
+    def grading_secret_file(self) -> Path:
+        """Where the course's grading secret is kept (beside the gradebook, never in git)."""
+        return self.root / "grading_secret"
+
+    def grading_secret(self) -> str:
+        """Returns the course's grading secret (hex), made on first use.
+
+        The grader draws each student's hidden inputs from it (see
+        :mod:`autograder.pipeline.judge`). The sandbox does not mount the course folder,
+        so a student's kernel cannot read it; keep it as private as the gradebook.
+        """
+        path = self.grading_secret_file
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Written whole, then linked into place: a second run starting at the same
+            # moment reads the first one's secret, never a half-written file.
+            draft = path.with_name(f".{path.name}.{os.getpid()}")
+            descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                file.write(secrets.token_hex(32))
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, path)
+            draft.unlink()
+        secret = path.read_text().strip()
+        if len(secret) != 64 or not all(char in "0123456789abcdef" for char in secret):
+            raise ValueError(f"{path} is not a grading secret (64 hex digits); remove it")
+        return secret
 
     @property
     def exports(self) -> Path:

@@ -8,7 +8,11 @@ Two conversations cross the sandbox's wall:
   ``{"ok": false, "error": "Type: message"}``;
 * the grader's execute step (:class:`autograder.preprocessors.execute.SandboxedExecute`)
   and the guard in each kernel (:mod:`autograder.kernel.guard`): Jupyter messages of the
-  two types below on the kernel's control channel.
+  two types below on the kernel's control channel;
+* the hidden checks' probes in each kernel (:mod:`autograd_pitfalls.probe`) and the
+  grader's judges (:mod:`autograder.pipeline.judge`): display outputs of the type
+  :data:`OBSERVATIONS_MIME` holding JSON text, checked against a schema and bounded in
+  size on arrival (:func:`autograd_pitfalls.observations.loads`), never unpickled.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ OPS = (SPAWN, POLL, SIGNAL, REAP)
 # The guard's control-channel messages.
 GUARD_REQUEST = "autograder_guard_request"
 GUARD_REPLY = "autograder_guard_reply"
+
+# What a probe's observations arrive as (autograd_pitfalls.probe.MIME, which a test checks
+# is the same: the grader's pipeline reads it without importing torch).
+OBSERVATIONS_MIME = "application/vnd.autograd-pitfalls.observations.v1"
 
 
 def encode(message: dict[str, Any]) -> str:

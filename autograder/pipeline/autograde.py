@@ -76,6 +76,7 @@ def grading_config(course: Course, limits: Limits) -> Config:
     # One output limit: SandboxedExecute's, applied while the cell runs (nbgrader's
     # LimitOutput, which cuts afterwards, is left out: a flood never reaches it).
     config.SandboxedExecute.max_output_chars = limits.output_chars
+    config.SandboxedExecute.judge_secret = course.grading_secret()
     config.CourseDirectory.db_url = course.gradebook_url(timeout=GRADEBOOK_TIMEOUT)
     return config
 

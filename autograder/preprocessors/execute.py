@@ -8,14 +8,20 @@ student code that is not enough:
 * a kernel that exits (``os._exit``) makes nbgrader drop the whole submission;
 * a test cell that never ran has no error output, and nbgrader scores it as passed;
 * 50 MB printed on one line is kept whole in the graded notebook and the feedback;
-* an answer can replace ``torch.allclose`` or a test helper before the tests run.
+* an answer can replace ``torch.allclose`` or a test helper before the tests run;
+* everything in the student's process can be reached by the student's code, the test's
+  own expected values and its error display included.
 
 :class:`SandboxedExecute` adds a time limit for the whole notebook, stops at a kernel
 that does not come back from an interrupt or has died, marks every cell it did not run
 with a ``NotRun`` error (so its test scores 0), caps the output kept per cell, and asks
 the kernel's guard (:mod:`autograder.kernel.guard`) to restore the test's environment
-before each test and to check it after. What happened is recorded in the notebook's
-metadata under ``autograder`` (see :mod:`autograder.submission`).
+before each test and to check it after. Each test cell's hidden checks are a probe and
+a judge (:mod:`autograd_pitfalls.probe`): the kernel gets the cell without its judges and
+a seed of this student's own; what its probes send back is judged here, in the grader's
+process (:mod:`autograder.pipeline.judge`), and a failing verdict is written into the
+cell's outputs as an error before nbgrader saves the scores. What happened is recorded in
+the notebook's metadata under ``autograder`` (see :mod:`autograder.submission`).
 """
 
 from __future__ import annotations
@@ -31,16 +37,29 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import Integer, Unicode
 
 from autograder.course import exercise_name
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
+from autograder.kernel.protocol import OBSERVATIONS_MIME as MIME
+from autograder.pipeline.judge import (
+    Judges,
+    JudgeSetupError,
+    kernel_source,
+    seed_for,
+    submission_digest,
+)
 from autograder.submission import ERROR, MEMORY, TAMPERED, TIMEOUT, record
 
 MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
 NOT_RUN = "NotRun"
 # How nbclient's CellTimeoutError begins when the reply came but the output did not.
 IOPUB_TIMEOUT = "Timeout waiting for IOPub output"
+# Observation outputs a cell may send outside its output budget (honest cells send one
+# per hidden check); more count as ordinary output.
+OBSERVATIONS_PER_CELL = 8
+# The judges of each notebook seen by this process, by its setup cell (built once).
+_JUDGES: dict[str, Judges] = {}
 
 
 def not_run(reason: str) -> NotebookNode:
@@ -81,6 +100,9 @@ class SandboxedExecute(Execute):
         5, help="Seconds an interrupted kernel has to answer before it counts as stuck."
     ).tag(config=True)
     guard_timeout = Integer(10, help="Seconds the kernel's guard has to answer.").tag(config=True)
+    judge_secret = Unicode(
+        "", help="The course's grading secret (hex): seeds each student's hidden cases."
+    ).tag(config=True)
 
     def preprocess(
         self, nb: NotebookNode, resources: Any = None, km: Any = None
@@ -91,14 +113,39 @@ class SandboxedExecute(Execute):
         self._stopped = ""
         self._timed_out = False
         self._output_used: dict[int, int] = {}
+        self._observations_sent: dict[int, int] = {}
         self._truncated: set[int] = set()
         self._deadline = monotonic() + self.notebook_timeout
         self._names = dict(nb.metadata.get("autograder", {}).get("protected_names", {}))
         self.timeout_func = self._cell_timeout
+        self._prepare_judges(nb, resources or {})
         nb, resources = super().preprocess(nb, resources, km)
         for kind, messages in self._events.items():
             record(nb, kind, *messages)
         return nb, resources
+
+    def _prepare_judges(self, nb: NotebookNode, resources: dict) -> None:
+        """Finds the notebook's judges and what this student's seeds are drawn from."""
+        setup = next(
+            (
+                cell.source
+                for cell in nb.cells
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"
+            ),
+            "",
+        )
+        self._judges = _JUDGES.setdefault(setup, Judges(setup))
+        about = resources.get("nbgrader", {})
+        code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+        self._seed_parts = (
+            str(about.get("assignment", "")),
+            str(about.get("student", "")),
+            submission_digest(code),
+        )
+        self._secret = bytes.fromhex(self.judge_secret) if self.judge_secret else b""
+
+    def _seed(self, grade_id: str) -> int:
+        return seed_for(self._secret, *self._seed_parts, grade_id)
 
     def _cell_timeout(self, cell: NotebookNode) -> int:
         remaining = self._deadline - monotonic()
@@ -127,12 +174,18 @@ class SandboxedExecute(Execute):
             return cell, resources
         self._timed_out = False
         self._output_used[index] = 0
+        self._observations_sent[index] = 0
+        source = cell.source
+        if graded:
+            seed = self._seed(cell.metadata.nbgrader["grade_id"])
+            cell.source = kernel_source(source, seed)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             where = _where(cell, index)
             self._stop(ERROR, f"the kernel died in {where} (os._exit, a crash or a kill)")
             cell.outputs.append(not_run(self._stopped))
+            cell.source = source
             return cell, resources
         except CellTimeoutError as error:
             if IOPUB_TIMEOUT in str(error) and not self._timed_out:
@@ -140,6 +193,7 @@ class SandboxedExecute(Execute):
                 # timeout), but not all of its output: huge messages still on their way.
                 # Not a timeout; a test's error may be among the lost.
                 self._output_lost(cell, index)
+                cell.source = source
                 return cell, resources
             # nbclient raises this when the kernel stays silent after the interrupt.
             self._timed_out = True
@@ -148,8 +202,11 @@ class SandboxedExecute(Execute):
             self._note(TIMEOUT, f"{_where(cell, index)} ran past its {self.timeout} s limit")
             if not self._responsive():
                 self._stop(TIMEOUT, "the kernel ignored the interrupt and was stopped")
+        cell.source = source
         if graded and not self._stopped:
             self._guard(cell, "after")
+        if graded:
+            self._judge(cell, seed)
             _errors_first(cell)
         for output in cell.outputs:
             if output.output_type == "error" and (
@@ -157,6 +214,37 @@ class SandboxedExecute(Execute):
             ):
                 self._note(MEMORY, f"{_where(cell, index)} ran out of memory")
         return cell, resources
+
+    def _judge(self, cell: NotebookNode, seed: int) -> None:
+        """Judges what the cell's probes sent; a failing verdict becomes an error output."""
+        grade_id = cell.metadata.nbgrader["grade_id"]
+        sent: dict[str, list] = {}
+        kept = []
+        for output in cell.outputs:
+            if output.output_type == "display_data" and MIME in output.get("data", {}):
+                name = output.get("metadata", {}).get(MIME, {}).get("check", "")
+                sent.setdefault(str(name), []).append(output.data[MIME])
+            else:
+                kept.append(output)
+        cell.outputs = kept
+        try:
+            verdict = self._judges.judge(grade_id, cell.source, sent, seed)
+        except JudgeSetupError as error:
+            self._note(ERROR, f"{_exercise(cell)}'s test: {error}")
+            failures = [f"the grader could not judge this test: {error}"]
+        else:
+            failures = list(verdict.failures)
+        cell.metadata.setdefault("autograder", {})["judged"] = not failures
+        if failures:
+            message = "hidden tests (judged by the grader): " + "; ".join(failures)
+            cell.outputs.append(
+                new_output(
+                    "error",
+                    ename="AssertionError",
+                    evalue=message,
+                    traceback=[f"AssertionError: {message}"],
+                )
+            )
 
     def _output_lost(self, cell: NotebookNode, index: int) -> None:
         """Records a cell whose output did not all arrive; a test cell then fails."""
@@ -240,6 +328,11 @@ class SandboxedExecute(Execute):
         out = super().output(outs, msg, display_id, cell_index)
         if out is None or self.max_output_chars < 0:
             return out
+        if out.output_type == "display_data" and MIME in out.get("data", {}):
+            sent = self._observations_sent.get(cell_index, 0) + 1
+            self._observations_sent[cell_index] = sent
+            if sent <= OBSERVATIONS_PER_CELL:
+                return out  # bounded by the judge (observations.MAX_CHARS), not here
         used = self._output_used.get(cell_index, 0)
         room = self.max_output_chars - used
         size = _size(out)

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    TensorSeen,
     assert_grad_close,
     assert_is_leaf,
     compare,
@@ -35,6 +36,7 @@ from autograd_pitfalls import (
     expect_warning,
     explain,
     on_meta,
+    probe_and_judge,
     track_inplace,
 )
 
@@ -662,23 +664,108 @@ for device in devices():
 paramn_ = nn.Parameter(torch.tensor([0.5, 0.75]))
 features = on_meta(ratio_features, paramn_, seed_max, seed_min)
 assert features.shape == (3,) and features.requires_grad, "on meta too, a (3,) tensor with a graph"
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(4)
-for device in devices():
-    for dtype in (torch.float32, torch.float64):
+def hidden_cases(rng):
+    """The visible example in both dtypes, then random bounds (integer or float) and weights."""
+    cases = [
+        {"values": torch.tensor([0.5, 0.75]), "high": seed_high, "low": seed_low,
+         "weights": torch.ones(3), "dtype": dtype}
+        for seed_high, seed_low in [(torch.tensor([2, 4, 2]), torch.tensor([1, 2, 0]))]
+        for dtype in ("float32", "float64")
+    ]  # fmt: skip
+    for dtype in ("float32", "float64"):
         for integer_bounds in (True, False):
-            low = torch.randint(1, 4, (3,), generator=generator)
-            high = low + torch.randint(1, 4, (3,), generator=generator)
+            low = torch.randint(1, 4, (3,), generator=rng)
+            high = low + torch.randint(1, 4, (3,), generator=rng)
             if not integer_bounds:
-                low, high = low.to(dtype) + 0.25, high.to(dtype) + 0.5
-            values = torch.rand(2, generator=generator, dtype=torch.float64) * 0.8 + 0.1
-            weights = torch.randn(3, generator=generator)
-            _check_features(values, high, low, weights, device, dtype)
-paramn_ = nn.Parameter(torch.tensor([0.3, 0.6], dtype=torch.float64))
-features = on_meta(ratio_features, paramn_, seed_max, seed_min)
-assert features.dtype == torch.float64, "on meta, float64 in, float64 out. " + explain(
-    "wrong-dtype"
-)
+                low, high = (
+                    low.to(getattr(torch, dtype)) + 0.25,
+                    high.to(getattr(torch, dtype)) + 0.5,
+                )
+            values = torch.rand(2, generator=rng, dtype=torch.float64) * 0.8 + 0.1
+            weights = torch.randn(3, generator=rng)
+            cases.append(
+                {"values": values, "high": high, "low": low, "weights": weights, "dtype": dtype}
+            )
+    return cases
+
+
+def observe(case):
+    """Calls ratio_features on every device and on meta; backpropagates the weighted sum."""
+    dtype = getattr(torch, case["dtype"])
+    seen = {}
+    for device in devices():
+        paramn_ = nn.Parameter(case["values"].to(device, dtype))
+        features = ratio_features(paramn_, case["high"].to(device), case["low"].to(device))
+        backward_error = None
+        try:
+            (features * case["weights"].to(device, dtype)).sum().backward()
+        except RuntimeError as error:
+            backward_error = str(error).splitlines()[0][:160]
+        seen[device.type] = {
+            "features": features, "grad": paramn_.grad, "paramn_": paramn_,
+            "backward_error": backward_error,
+        }  # fmt: skip
+    try:
+        on_meta_result = on_meta(
+            ratio_features, nn.Parameter(case["values"].to(dtype)), case["high"], case["low"]
+        )
+        seen["meta"] = {"features": on_meta_result, "failure": None}
+    except AssertionError as error:
+        seen["meta"] = {"features": None, "failure": str(error)}
+    return seen
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """Values and gradient against the hand derivation; device, dtype, graph and leaf."""
+    dtype = getattr(torch, case["dtype"])
+    paramn_ = case["values"].to(dtype)
+    values, grad = _expected_features(paramn_, case["high"], case["low"], case["weights"].to(dtype))
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        features = run["features"]
+        assert isinstance(features, TensorSeen) and features.shape == (3,), (
+            "return a tensor of shape (3,)"
+        )
+        assert features.device_type == device, explain("wrong-device")
+        assert features.dtype == dtype, (
+            f"features are {features.dtype}, paramn_ is {dtype}. " + explain("wrong-dtype")
+        )
+        assert features.grad_fn is not None, "the features have no grad_fn: " + explain(
+            "graph-cut-assembly"
+        )
+        assert torch.allclose(features.values, values, atol=tolerance), (
+            f"features should be {values.tolist()}, got {features.values.tolist()}"
+        )
+        assert run["backward_error"] is None, (
+            f"backward() raised: {run['backward_error']}\n" + explain("stale-saved-tensor")
+        )
+        assert run["grad"] is not None, "paramn_.grad is None. " + explain("grad-never-reached")
+        assert torch.allclose(run["grad"].values, grad, atol=tolerance), (
+            f"paramn_.grad should be {grad.tolist()}, got {run['grad'].values.tolist()}. "
+            + explain("wrong-gradient")
+        )
+        assert run["paramn_"].is_leaf and run["paramn_"].cls == "Parameter", (
+            "paramn_ is no longer a leaf Parameter. " + explain("not-a-leaf")
+        )
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    assert meta["features"].shape == (3,) and meta["features"].requires_grad, (
+        "on meta too, a (3,) tensor with a graph"
+    )
+    assert meta["features"].dtype == dtype, f"on meta, {dtype} in, {dtype} out. " + explain(
+        "wrong-dtype"
+    )
+
+
+### END JUDGE
+probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]

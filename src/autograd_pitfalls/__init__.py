@@ -12,8 +12,10 @@ from autograd_pitfalls.checks import (
 from autograd_pitfalls.diagnose import Finding, Report, diagnose
 from autograd_pitfalls.expect import expect_error, expect_warning
 from autograd_pitfalls.graph import draw, to_dot
+from autograd_pitfalls.observations import TensorSeen
 from autograd_pitfalls.passline import install as _install_pass_line
 from autograd_pitfalls.pitfalls import PITFALLS, explain
+from autograd_pitfalls.probe import probe_and_judge
 from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "InplaceLog",
     "InplaceWrite",
     "Report",
+    "TensorSeen",
     "assert_grad_close",
     "assert_is_leaf",
     "assert_version",
@@ -33,6 +36,7 @@ __all__ = [
     "expect_warning",
     "explain",
     "on_meta",
+    "probe_and_judge",
     "to_dot",
     "to_meta",
     "track_inplace",
