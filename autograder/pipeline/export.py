@@ -10,6 +10,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.course import Course, exercise_name
+from autograder.pipeline.review import Flag, locked_sources, notebook_flags
 from autograder.submission import ERROR, OK, Submission
 
 
@@ -24,6 +25,18 @@ def exercise_ids(course: Course, assignment: str) -> list[str]:
     return [cell.metadata.nbgrader["grade_id"] for cell in source.cells if utils.is_grade(cell)]
 
 
+def submission_flags(course: Course, assignment: str, students: list[str]) -> dict[str, list[Flag]]:
+    """Returns each collected student's review flags (see :mod:`autograder.pipeline.review`)."""
+    released = nbformat.read(course.student_notebook(assignment), as_version=4)
+    course_code = locked_sources(released)
+    return {
+        student: notebook_flags(
+            course.submitted_folder(student, assignment) / f"{assignment}.ipynb", course_code
+        )
+        for student in students
+    }
+
+
 def grade_rows(
     course: Course,
     assignment: str,
@@ -34,7 +47,8 @@ def grade_rows(
     """Returns one row per student: ids, total, max, per-exercise scores, status, message.
 
     A student who was not graded (missing, unreadable, or grading failed) scores 0
-    everywhere and keeps the status that says why.
+    everywhere and keeps the status that says why. The last column, ``review_flags``,
+    counts the places in the student's code that reach for grading machinery.
 
     Args:
         course: The graded course.
@@ -44,6 +58,7 @@ def grade_rows(
         device: ``cpu`` or ``cuda``: where the tests of graded students ran.
     """
     grade_ids = exercise_ids(course, assignment)
+    flags = submission_flags(course, assignment, [s.student_id for s in submissions])
     rows = []
     with Gradebook(course.gradebook_url()) as gradebook:
         max_score = gradebook.find_assignment(assignment).max_score
@@ -73,6 +88,7 @@ def grade_rows(
             row.update(status=status, message=message)
             row.update(sandbox=sandbox if submission.graded else "")
             row.update(device=device if submission.graded else "")
+            row.update(review_flags=len(flags[submission.student_id]))
             rows.append(row)
     return rows
 

@@ -25,7 +25,8 @@ from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, answer_id, exercise_name
 from autograder.errors import ReportError
 from autograder.learner.validate import failure_text
-from autograder.pipeline.export import exercise_ids, grade_rows
+from autograder.pipeline.export import exercise_ids, grade_rows, submission_flags
+from autograder.pipeline.review import Flag
 from autograder.submission import STATUSES, load_status
 
 
@@ -185,6 +186,7 @@ def _markdown(
     grading: dict,
     attention: list[tuple[str, str, str]],
     plot: Path,
+    flags: dict[str, list[Flag]] | None = None,
 ) -> str:
     lines = [f"# {assignment}: class report", ""]
     lines.append(f"Sandbox: {grading.get('sandbox', 'unknown (not autograded yet)')}.")
@@ -213,6 +215,20 @@ def _markdown(
     lines += ["", "## Students to look at", ""]
     lines += [f"- {student}: {status}: {message}" for student, status, message in attention]
     lines += [] if attention else ["Every student was graded with status ok."]
+    lines += ["", "## Code to review", ""]
+    lines.append(
+        "Places in a student's own cells that reach for grading machinery (frames, "
+        "tracebacks, IPython or the kernel, `gc`, `ctypes`, `sys.modules`, builtins, code "
+        "built at run time). They change no grade: the hidden tests are judged outside "
+        "the student's process. Read them."
+    )
+    lines.append("")
+    flagged = {student: found for student, found in sorted((flags or {}).items()) if found}
+    for student, found in flagged.items():
+        lines.append(f"- {student}: " + "; ".join(str(flag) for flag in found[:20]))
+        if len(found) > 20:
+            lines[-1] += f"; and {len(found) - 20} more"
+    lines += [] if flagged else ["None."]
     return "\n".join(lines) + "\n"
 
 
@@ -240,6 +256,7 @@ def write_report(course: Course, assignment: str, fixtures: Path = FIXTURES) -> 
         for student in students
         if student.status != "ok"
     ]
+    flags = submission_flags(course, assignment, [student.student_id for student in students])
     markdown = course.exports / f"{assignment}_report.md"
-    markdown.write_text(_markdown(assignment, exercises, statuses, grading, attention, plot))
+    markdown.write_text(_markdown(assignment, exercises, statuses, grading, attention, plot, flags))
     return Report(markdown, plot, exercises, statuses)

@@ -14,6 +14,10 @@ from typing import Any
 # (solutions/README.md); the kernel never sees nbgrader's metadata, only the source.
 TEST_CELL_OPENING = '"""Checks '
 PASS_LINE = "✓ Tests passed."
+# Under the course's grader the hidden checks are judged outside the kernel, after the
+# cell: the cell itself only knows that its visible tests passed.
+GRADER_PASS_LINE = "✓ Visible tests passed; the grader judges the hidden tests."
+JUDGED_ELSEWHERE = ".judged_by_grader("
 
 
 def is_test_cell(source: str) -> bool:
@@ -28,7 +32,7 @@ def is_test_cell(source: str) -> bool:
 def _after_cell(result: Any) -> None:
     source = getattr(result.info, "raw_cell", None) or ""
     if result.success and is_test_cell(source):
-        print(PASS_LINE)
+        print(GRADER_PASS_LINE if JUDGED_ELSEWHERE in source else PASS_LINE)
 
 
 def install() -> bool:
