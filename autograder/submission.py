@@ -8,6 +8,9 @@ sandboxed execution) records it in the graded notebook's metadata under ``autogr
 from __future__ import annotations
 
 import json
+import re
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +50,35 @@ class Submission:
     status: str
     message: str = ""
     graded: bool = False
+
+
+def one_line(message: str, course: Course | None = None, limit: int = 500) -> str:
+    """Returns ``message`` as a CSV cell wants it: one line, no path of the grading machine.
+
+    Paths of the course, the grader, the Python environment and the temporary folders
+    become ``<course>``, ``<grader>``, ``<python>`` and ``<tmp>``; line breaks become
+    ``" | "``; the result is cut at ``limit`` characters.
+
+    Args:
+        message: A status message, possibly a traceback.
+        course: The graded course, whose folder is hidden too.
+        limit: The most characters kept.
+    """
+    from autograder.course import REPO
+
+    replacements = [
+        (str(course.root) if course else "", "<course>"),
+        (str(REPO), "<grader>"),
+        (sys.prefix, "<python>"),
+        (sys.base_prefix, "<python>"),
+        (tempfile.gettempdir(), "<tmp>"),
+    ]
+    for path, placeholder in sorted(replacements, key=lambda pair: -len(pair[0])):
+        if path and path != "/":
+            message = message.replace(path, placeholder)
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = re.sub(r"\s+", " ", " | ".join(lines))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def reset(notebook: NotebookNode) -> None:

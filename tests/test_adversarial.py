@@ -205,4 +205,4 @@ def test_the_report_and_the_csv_show_each_status(batch):
     assert "- deleted_test_cell: tampered: q1-tests was deleted" in text
     with result.csv.open() as handle:
         header = next(csv.reader(handle))
-    assert header[-4:] == ["status", "message", "sandbox", "device"]
+    assert header[-5:] == ["status", "message", "sandbox", "device", "review_flags"]

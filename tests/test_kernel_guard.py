@@ -1,8 +1,7 @@
 """The torch internals that the kernel guard reads, checked against the installed torch.
 
 ``autograder/kernel/guard.py`` reaches every private torch API it uses through a few
-functions of ``autograd_pitfalls/compat.py`` (mode stacks, disabling modes, the
-dispatcher's registrations). A torch release that moves
+functions of ``autograd_pitfalls/compat.py`` (the mode stacks). A torch release that moves
 one must fail here, loudly, and not turn into a silent hole in the grading of a class.
 """
 
@@ -10,20 +9,13 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograd_pitfalls.compat import (
-    pop_torch_modes,
-    python_kernels,
-    torch_mode_stacks,
-    torch_modes_off,
-)
+from autograd_pitfalls.compat import pop_torch_modes, torch_mode_stacks
 from autograder.kernel import guard as kernel_guard
-from autograder.kernel.guard import COMPARISON_OPS
 
 
 class _Agree(TorchFunctionMode):
@@ -47,32 +39,6 @@ def test_the_mode_stacks_show_and_pop_modes_left_active():
     assert functions == [function_mode] and dispatches == [dispatch_mode]
     assert sorted(pop_torch_modes()) == ["_Agree", "_Passes"]
     assert torch_mode_stacks() == ([], [])
-
-
-def test_modes_off_computes_the_honest_answer():
-    ones, zeros = torch.ones(2), torch.zeros(2)
-    with _Agree():
-        assert torch.allclose(ones, zeros) is True
-        with torch_modes_off():
-            assert torch.allclose(ones, zeros) is False
-        assert torch_mode_stacks()[0], "the mode is back after the block"
-
-
-def test_python_kernels_sees_a_torch_library_override():
-    before = python_kernels()
-    assert python_kernels(COMPARISON_OPS) <= before
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        # torch warns about an overriding kernel once per process, whichever test is first.
-        warnings.simplefilter("ignore")
-        library.impl("sub.Tensor", lambda self, other, alpha=1: torch.zeros_like(self), "CPU")
-    try:
-        added = python_kernels() - before
-        assert len(added) == 1 and next(iter(added)).startswith("aten::sub.Tensor for CPU")
-        assert added <= python_kernels(COMPARISON_OPS)
-    finally:
-        library._destroy()
-    assert python_kernels() == before
 
 
 def test_the_audit_events_the_guard_blocks_exist():

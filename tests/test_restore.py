@@ -149,3 +149,22 @@ def test_outcome_takes_the_most_serious_status_and_every_message():
     )
     reset(notebook)
     assert outcome(notebook) == (OK, "")
+
+
+def test_a_test_cell_moved_above_its_answer_is_noted():
+    from nbformat.v4 import new_code_cell
+
+    from autograder.preprocessors.restore import moved_tests
+
+    def cell(grade_id):
+        made = new_code_cell("x = 1")
+        made.metadata["nbgrader"] = {"grade_id": grade_id}
+        return made
+
+    in_order = [cell("q1-answer"), cell("q1-tests"), cell("q2-answer"), cell("q2-tests")]
+    assert moved_tests(in_order) == []
+    moved = [cell("q1-tests"), cell("q1-answer"), cell("q2-answer"), cell("q2-tests")]
+    assert moved_tests(moved) == [
+        "q1-tests was moved above q1-answer (graded in the order handed in: "
+        "the test ran before the answer was defined)"
+    ]

@@ -1,39 +1,34 @@
 """Inside each student's kernel: put back what the student's code replaced, around each test.
 
-nbgrader runs the tests in the same Python process as the answers, so an answer cell can
-replace what the tests rely on: ``torch.allclose = lambda *a, **k: True``, a test helper
-rebound in the notebook, ``builtins.isinstance``, an IPython input transformer that
-empties later cells, a kernel method that reports every cell as passed. Plain nbgrader
-then gives the points.
+The grade is not decided here: each test cell's hidden checks are a probe, which runs in
+this kernel and only observes, and a judge, which runs in the grader's own process
+(:mod:`autograd_pitfalls.probe`, :mod:`autograder.pipeline.judge`). Values the judge
+checks on inputs drawn for this student cannot be faked from here without solving the
+exercise. What the probes observe about *method* (a tensor's ``_version``, its
+``grad_fn``, a Parameter's identity, forward passes counted) is read in this process,
+where an answer could have replaced torch or the course's helpers. This guard keeps that
+honest against the generic ways of doing so:
 
-When the kernel starts (before any student code), :func:`install` records what those
-things are: the dictionaries of the modules and classes the tests use, the methods of
-the kernel, shell and session objects, IPython's transformer lists and hooks, and the
-trace functions. The grader asks the guard, over the kernel's control channel (which
-student code does not go through), to restore all of it before each test cell, and to
-check again after it:
+When the kernel starts (before any student code), :func:`install` records the
+dictionaries of the modules and classes the tests use, the methods of the kernel, shell
+and session objects, IPython's transformer lists and hooks, and the kernel's handlers.
+The grader asks the guard, over the kernel's control channel (which student code does
+not go through), to restore all of it before each test cell, and to check again after it:
 
 * ``before``: whatever differs is put back and reported; the test then runs against the
-  real torch, helpers and kernel. IPython's event callbacks (which a student may use to
-  patch again right before a cell) are swapped out for the original ones during the test.
+  real torch, helpers and kernel, with IPython's original event callbacks and no torch
+  mode left active.
 * ``after``: whatever changed while the test ran (the answer patched something when the
   test called it) is put back and reported; the grader then fails that test.
 
-Some attacks leave nothing to restore from the control thread: a torch function or
-dispatch mode, a trace function (both per thread), a thread or an event callback that
-patches only while a test runs, a kernel registered in torch's dispatcher, a tensor
-subclass that lies. So the guard also checks at the moment of each comparison:
-``torch.allclose`` and ``torch.equal`` are the guard's wrappers, which refuse tensors of
-any class but ``torch.Tensor`` and ``nn.Parameter``, compute the answer again with every
-mode and ``__torch_function__`` disabled, and look for a trace or profile function, a
-thread the kernel did not start, a changed test helper and a kernel that student code
-registered for the ops they use. An audit hook (which Python cannot remove) blocks and
-reports ``gc``'s object walks, trace and profile functions, and changes to the code or
-defaults of the protected functions. What these find fails the test being run.
+An audit hook (which Python cannot remove) refuses ``gc``'s object walks, trace and
+profile functions, and changes to the code or defaults of the helpers and of the guard.
 
-This stops the generic attacks; it is not a proof against a student who targets this
-module itself from inside the process (the sandbox still confines the damage to their
-own grade).
+What it no longer does (the judge made it pointless, and some of it failed honest
+students): check every comparison, watch threads (an honest ``tqdm`` bar or thread pool
+starts one), read torch's dispatcher, or look for tensor subclasses. A student who
+targets this module from inside the process can still forge method observations; the
+report's review flags point the instructor at such code.
 """
 
 from __future__ import annotations
@@ -42,15 +37,10 @@ import contextlib
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from autograd_pitfalls.compat import (
-    dispatcher_fingerprint,
-    pop_torch_modes,
-    python_kernels,
-    torch_modes_off,
-)
+from autograd_pitfalls.compat import pop_torch_modes
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
 
 # Modules whose contents the tests use: their dictionaries are restored, additions kept.
@@ -77,31 +67,10 @@ SHELL_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_tra
 MANAGER_LISTS = ("cleanup_transforms", "line_transforms", "token_transformers")
 _FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
 _MISSING = object()
-# Builtins that IPython itself swaps in while a cell runs: not checked at a comparison.
-_SWAPPED_BY_IPYTHON = frozenset({"exit", "quit", "input", "raw_input", "get_ipython", "display"})
-# The comparisons the tests make, replaced by checking wrappers (see _Comparisons).
-COMPARISONS = ("allclose", "equal")
-# The only tensor classes an answer may hand to a comparison (a Parameter where asked).
-TENSOR_CLASSES = (("torch", "Tensor"), ("torch.nn", "Parameter"))
-# Threads of these packages are the kernel's own; any other thread is the student's.
-KERNEL_PACKAGES = ("ipykernel", "IPython", "jupyter_client", "zmq", "tornado", "traitlets")
 # Audit events that no answer needs and that reach the grader's state: blocked, reported.
 BLOCKED_EVENTS = frozenset(
     {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
 )
-# The ops behind allclose and equal, checked at each comparison (all ops: before and after).
-COMPARISON_OPS = tuple(
-    f"aten::{op}"
-    for op in (
-        "allclose", "isclose", "equal", "eq.Tensor", "sub.Tensor", "abs", "mul.Tensor",
-        "le.Tensor", "all", "isfinite", "logical_and", "logical_or", "where.self",
-        "is_nonzero", "_local_scalar_dense",
-    )
-)  # fmt: skip
-# The kernels torch itself registers from Python, read once where this module is imported:
-# in the zygote, before any kernel is forked (see autograder.kernel.server.PRELOAD).
-KERNELS_AT_IMPORT = python_kernels()
-DISPATCHER_AT_IMPORT = dispatcher_fingerprint()
 
 
 def _is_python_class(cls: type) -> bool:
@@ -160,18 +129,6 @@ class _Namespace:
                 if any(key in vars(base) for base in self.owner.__mro__[1:]):
                     delattr(self.owner, key)
                     changes.append(f"{self.label}.{key}")
-
-    def check(self, changes: list[str]) -> None:
-        """Lists what differs, without restoring it (the guard's checks at a comparison)."""
-        current = vars(self.owner)
-        for key, value in self.entries.items():
-            if self.label == "builtins" and key in _SWAPPED_BY_IPYTHON:
-                continue
-            if current.get(key, _MISSING) is not value:
-                changes.append(f"{self.label}.{key}")
-            parts = self.functions.get(key)
-            if parts is not None and _function_parts(value) != parts:
-                changes.append(f"{self.label}.{key} (its code or defaults)")
 
     def _set(self, key: str, value: Any) -> None:
         if self.is_class:
@@ -245,24 +202,13 @@ class Guard:
         self.kernel = kernel
         shell = kernel.shell
         self.shell = shell
-        # What the checks below find between two guard requests; the next one reports it.
+        # What the main-thread callbacks and the audit hook find between two guard
+        # requests; the next one reports it.
         self.problems: list[str] = []
         self._testing = False
         self._own_threads: set[int] = set()  # threads where the guard itself is working
-        self.threads_started = 0
-        self._threads_before = 0
-        # Before anything is recorded, so that the wrappers count as the originals.
-        self._wrap_thread_start()
-        self.comparisons = self._wrap_comparisons()
         shell.events.register("pre_run_cell", self._pre_run_cell)
         shell.events.register("post_run_cell", self._post_run_cell)
-        self.threads_at_start = set(sys._current_frames())
-        # Read in the zygote, before the fork (the same for every kernel, and a tenth of a
-        # second each would spend), again only if the kernel's start registered something.
-        self.dispatcher_at_start = dispatcher_fingerprint()
-        unchanged = self.dispatcher_at_start == DISPATCHER_AT_IMPORT
-        self.kernels_at_start = KERNELS_AT_IMPORT if unchanged else python_kernels()
-        self.tensor_classes_at_start = set(_tensor_classes())
         self.sys_modules = dict(sys.modules)
         names = [name for name in MODULES if name in sys.modules]
         names += sorted(name for name in sys.modules if name.startswith(MODULE_PREFIXES))
@@ -314,17 +260,11 @@ class Guard:
             for value in namespace.entries.values()
             if isinstance(value, types.FunctionType)
         }
-        self.protected |= {id(value) for value in self.comparisons.values()}
         self.protected |= {
             id(value)
             for value in [*vars(Guard).values(), *globals().values()]
             if isinstance(value, types.FunctionType)
         }
-        self._live_namespaces = [
-            namespace
-            for namespace in self.namespaces
-            if namespace.label.startswith(MODULE_PREFIXES)
-        ]
         # Last: an audit hook cannot be removed, not even by the guard.
         sys.addaudithook(self._audit)
 
@@ -350,130 +290,6 @@ class Guard:
             return
         self.problems.append(f"{event} (refused)")
         raise RuntimeError(f"{event} is not allowed in a graded notebook")
-
-    def _wrap_thread_start(self) -> None:
-        """Counts the threads started, so that one started and gone within a test shows."""
-        thread_module = sys.modules["_thread"]
-        original = thread_module.start_new_thread
-        guard = self
-
-        def start_new_thread(function: Any, *args: Any, **kwargs: Any) -> int:
-            thread = getattr(function, "__self__", None)  # Thread.start passes _bootstrap
-            if isinstance(thread, threading.Thread):
-                origin = _thread_origin(thread)
-            else:
-                origin = getattr(function, "__module__", "") or ""
-            if not origin.startswith(KERNEL_PACKAGES):
-                guard.threads_started += 1
-            return original(function, *args, **kwargs)
-
-        for module, name in ((thread_module, "start_new_thread"), (thread_module, "start_new")):
-            if getattr(module, name, None) is original:
-                setattr(module, name, start_new_thread)
-        if getattr(threading, "_start_new_thread", None) is original:
-            threading._start_new_thread = start_new_thread  # what Thread.start calls
-
-    def _wrap_comparisons(self) -> dict[str, Callable]:
-        """Replaces torch's comparisons by wrappers that check the kernel at each call."""
-        torch = sys.modules.get("torch")
-        if torch is None:
-            return {}
-        self.tensor_base = torch.Tensor
-        self.tensor_classes = tuple(
-            getattr(sys.modules[module], name) for module, name in TENSOR_CLASSES
-        )
-        wrapped = {}
-        for name in COMPARISONS:
-            wrapped[name] = self._checked(name, getattr(torch, name))
-            setattr(torch, name, wrapped[name])
-        return wrapped
-
-    def _checked(self, name: str, original: Callable) -> Callable:
-        guard = self
-
-        def compare(*args: Any, **kwargs: Any) -> Any:
-            return guard.compare(name, original, args, kwargs)
-
-        compare.__name__ = compare.__qualname__ = name
-        compare.__doc__ = original.__doc__
-        return compare
-
-    def compare(self, name: str, original: Callable, args: tuple, kwargs: dict) -> Any:
-        """Runs ``torch.<name>`` as asked, checks the kernel, and returns the honest answer.
-
-        The answer is computed again with every torch function and dispatch mode and every
-        ``__torch_function__`` disabled: a mode or a tensor that lies shows as a difference.
-        """
-        problems = self.live_problems()
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, self.tensor_base) and type(value) not in self.tensor_classes:
-                problems.append(f"a {type(value).__name__} (a tensor subclass) in torch.{name}")
-        result = original(*args, **kwargs)
-        try:
-            with torch_modes_off():
-                honest = original(*args, **kwargs)
-        except Exception as error:
-            problems.append(f"torch.{name} failed with modes off ({type(error).__name__})")
-            self.problems += problems
-            raise
-        if type(honest) is not type(result) or honest != result:
-            problems.append(f"a torch mode or __torch_function__ changed torch.{name}'s answer")
-        self.problems += problems
-        return honest
-
-    def live_problems(self) -> list[str]:
-        """What is wrong in the kernel right now, seen from the thread that calls this."""
-        problems = []
-        if sys.gettrace() is not None or sys.getprofile() is not None:
-            problems.append("a trace or profile function")
-        problems += self._foreign_threads()
-        problems += sorted(python_kernels(COMPARISON_OPS) - self.kernels_at_start)
-        changes: list[str] = []
-        # The helpers and their code and defaults (changed in place while a test runs):
-        # the rest is checked around the test (here it would cost ten times as much).
-        for namespace in self._live_namespaces:
-            namespace.check(changes)
-        problems += [f"{change} (while in use)" for change in changes]
-        return problems
-
-    def _foreign_threads(self) -> list[str]:
-        objects = {thread.ident: thread for thread in threading.enumerate()}
-        found = []
-        for ident in sys._current_frames():
-            if ident in self.threads_at_start:
-                continue
-            thread = objects.get(ident)
-            origin = _thread_origin(thread) if thread is not None else ""
-            if not origin.startswith(KERNEL_PACKAGES):
-                label = thread.name if thread is not None else ident
-                found.append(f"a thread the kernel did not start ({label})")
-        return found
-
-    def _state_problems(self, every_op: bool) -> list[str]:
-        """What the guard cannot put back: reported (and failing tests) while it lasts.
-
-        Args:
-            every_op: Look at the dispatcher's kernels for every op (a tenth of a second),
-                not only those of the comparisons.
-        """
-        if not self.comparisons:
-            return []
-        problems = self._foreign_threads()
-        # Every op's kernels only when the dispatcher's summary moved: reading them all
-        # costs a tenth of a second per test, the summary a few milliseconds.
-        every_op = every_op and dispatcher_fingerprint() != self.dispatcher_at_start
-        kernels = python_kernels() if every_op else python_kernels(COMPARISON_OPS)
-        problems += [
-            f"a kernel registered in torch's dispatcher: {kernel}"
-            for kernel in sorted(kernels - self.kernels_at_start)
-        ]
-        problems += [
-            f"a tensor subclass defined in the notebook ({cls.__qualname__})"
-            for cls in _tensor_classes()
-            if cls not in self.tensor_classes_at_start
-            and not cls.__module__.startswith(("torch", *MODULE_PREFIXES))
-        ]
-        return problems
 
     def _pre_run_cell(self, *args: Any) -> None:
         """In the main thread, before a test cell: pops modes an answer left active."""
@@ -576,13 +392,11 @@ class Guard:
 
     def before_test(self, names: dict[str, str]) -> list[str]:
         """Restores everything, and runs the test with the original event callbacks."""
-        # The ops of the comparisons only: an override of another op fails the test after.
-        changes = self.restore(names) + self._state_problems(every_op=False)
+        changes = self.restore(names)
         callbacks = self.shell.events.callbacks
         self._student_callbacks = {event: list(funcs) for event, funcs in callbacks.items()}
         for event, funcs in self.callbacks.items():
             callbacks[event][:] = funcs
-        self._threads_before = self.threads_started
         self._testing = True
         return changes
 
@@ -596,7 +410,7 @@ class Guard:
                     changes = self.after_test(names)
                 else:
                     changes = self.before_test(names)
-            # Found by the checks at comparisons, the main-thread callbacks, the audit hook.
+            # Found by the main-thread callbacks and the audit hook.
             changes = sorted({*changes, *self.problems})
             self.problems.clear()
         except Exception as error:  # the grader counts a failed check as tampering
@@ -607,34 +421,12 @@ class Guard:
     def after_test(self, names: dict[str, str]) -> list[str]:
         """Reports (and restores) what changed while the test ran; puts callbacks back."""
         self._testing = False
-        changes = self.restore(names) + self._state_problems(every_op=True)
-        if self.threads_started != self._threads_before:
-            changes.append("a thread started while the test ran")
-        changes += self._changed_callbacks()
+        changes = self.restore(names) + self._changed_callbacks()
         if self._student_callbacks is not None:
             for event, funcs in self._student_callbacks.items():
                 self.shell.events.callbacks[event][:] = funcs
             self._student_callbacks = None
         return changes
-
-
-def _thread_origin(thread: threading.Thread) -> str:
-    """The module that made a thread: its class's, or its target's for a plain Thread."""
-    if type(thread) is threading.Thread:
-        return getattr(getattr(thread, "_target", None), "__module__", "") or ""
-    return type(thread).__module__
-
-
-def _tensor_classes() -> list[type]:
-    """Every subclass of ``torch.Tensor`` now alive (``nn.Parameter`` and its own included)."""
-    found: list[type] = []
-    pending = [sys.modules["torch"].Tensor]
-    while pending:
-        for cls in type.__subclasses__(pending.pop()):
-            if cls not in found:
-                found.append(cls)
-                pending.append(cls)
-    return found
 
 
 def install(kernel: Any) -> Guard:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,8 +40,9 @@ from autograder.preprocessors.restore import RestoreFromSource
 from autograder.sandbox import provisioner, zygote
 from autograder.sandbox.bwrap import Sandbox
 from autograder.sandbox.limits import Limits
-from autograder.submission import ERROR, OK, Submission, outcome
+from autograder.submission import ERROR, OK, Submission, one_line, outcome
 
+_log = logging.getLogger(__name__)
 # SQLite waits this long for another grading process's write instead of failing.
 GRADEBOOK_TIMEOUT = 120
 
@@ -158,7 +160,10 @@ class Grader:
             self.zygote.restart()  # an earlier student's code took it down
         graded = self.api.autograde(self.assignment, student, force=True, create=True)
         if not graded["success"]:
-            message = "autograde failed: " + _last_lines(graded.get("error") or graded["log"])
+            # The whole log goes to the grader's log; the CSV gets its last line.
+            log = graded.get("error") or graded["log"] or ""
+            _log.error("autograde of %s failed:\n%s", student, log)
+            message = "autograde failed: " + one_line(_last_lines(log, 1), self.course)
             return dataclasses.replace(submission, status=ERROR, message=message)
         notebook = self.course.autograded_notebook(student, self.assignment)
         status, message = outcome(nbformat.read(notebook, as_version=4))

@@ -11,7 +11,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.course import Course, exercise_name
 from autograder.pipeline.review import Flag, locked_sources, notebook_flags
-from autograder.submission import ERROR, OK, Submission
+from autograder.submission import ERROR, MISSING, OK, UNREADABLE, Submission, one_line
 
 
 def exercise_ids(course: Course, assignment: str) -> list[str]:
@@ -85,9 +85,11 @@ def grade_rows(
                 # a 0 with status ok would read as a real grade.
                 status = ERROR
                 message = "not graded: autograde did not run for this student"
-            row.update(status=status, message=message)
-            row.update(sandbox=sandbox if submission.graded else "")
-            row.update(device=device if submission.graded else "")
+            row.update(status=status, message=one_line(message, course))
+            # Every column is filled: a student whose code never ran says so.
+            ran = submission.status not in (MISSING, UNREADABLE)
+            row.update(sandbox=(sandbox or "unknown") if ran else "not run")
+            row.update(device=(device or "unknown") if ran else "not run")
             row.update(review_flags=len(flags[submission.student_id]))
             rows.append(row)
     return rows

@@ -58,6 +58,7 @@ MODULES = {
     "traitlets": "IPython's internals",
     "builtins": "builtins",
     "autograder": "the grader's package",
+    "torch.library": "torch's dispatcher internals",
 }
 DYNAMIC_CODE = ("exec", "eval", "compile", "__import__")
 
@@ -115,14 +116,16 @@ class _Finder(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             top = alias.name.split(".")[0]
-            if top in MODULES:
-                self._add(node, f"{MODULES[top]} (import {alias.name})")
+            known = MODULES.get(alias.name) or MODULES.get(top)
+            if known:
+                self._add(node, f"{known} (import {alias.name})")
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        top = (node.module or "").split(".")[0]
-        if top in MODULES:
-            self._add(node, f"{MODULES[top]} (from {node.module} import ...)")
+        module = node.module or ""
+        known = MODULES.get(module) or MODULES.get(module.split(".")[0])
+        if known:
+            self._add(node, f"{known} (from {module} import ...)")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -133,6 +136,13 @@ class _Finder(ast.NodeVisitor):
             self._add(node, f"IPython's or the kernel's internals (.{node.attr})")
         elif dotted == "sys.modules":
             self._add(node, "sys.modules")
+        elif dotted in ("torch.library", "torch._C") or dotted.startswith("torch.utils._python"):
+            self._add(node, f"torch's dispatcher internals ({dotted})")
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in ("__torch_function__", "__torch_dispatch__"):
+            self._add(node, f"code that intercepts torch's calls ({node.name})")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:

@@ -29,7 +29,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from autograder.submission import KEY, TAMPERED, record, reset
+from autograder.submission import KEY, NOTES, TAMPERED, record, reset
 
 COMPARED = ("grade", "solution", "locked", "points", "task")
 
@@ -137,6 +137,26 @@ def _put_back_missing(
     return result
 
 
+def moved_tests(cells: list[NotebookNode]) -> list[str]:
+    """Says which test cells come before their answer cell: they are graded where they are.
+
+    A test that runs before its answer is defined fails; the score is what the notebook
+    earns as handed in, and the message says why a correct-looking answer lost points.
+    """
+    position = {_grade_id(cell): index for index, cell in enumerate(cells) if _grade_id(cell)}
+    notes = []
+    for grade_id, index in position.items():
+        if not (grade_id or "").endswith("-tests"):
+            continue
+        answer = grade_id.removesuffix("-tests") + "-answer"
+        if answer in position and position[answer] > index:
+            notes.append(
+                f"{grade_id} was moved above {answer} (graded in the order handed in: "
+                "the test ran before the answer was defined)"
+            )
+    return notes
+
+
 def _unique_ids(cells: list[NotebookNode]) -> list[NotebookNode]:
     # A restored cell keeps the released id, which a student's cell may also carry.
     seen: set[str] = set()
@@ -209,5 +229,6 @@ class RestoreFromSource(NbGraderPreprocessor):
         template = _released(str(released), released.stat().st_mtime_ns)
         nb.cells, issues = restore_cells(template.cells, nb.cells)
         record(nb, TAMPERED, *issues)
+        record(nb, NOTES, *moved_tests(nb.cells))
         nb.metadata.setdefault(KEY, {})["protected_names"] = protected_names(template)
         return nb, resources

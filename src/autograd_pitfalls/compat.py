@@ -8,14 +8,12 @@ only, and ``tests/test_compat.py`` checks each one on the installed torch, so th
 upgrade that moves or renames one fails there, loudly, rather than somewhere in a
 notebook. (``Tensor._version``, the version counter, is what notebook 02 teaches: it is
 used as the course uses it.)
-The grader's guard (``autograder/kernel/guard.py``) reads the active torch modes and the
-kernels registered from Python through the functions at the end.
+The grader's guard (``autograder/kernel/guard.py``) reads and pops the active torch modes
+through the functions at the end.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -28,13 +26,10 @@ __all__ = [
     "RAW_SAVED_PREFIX",
     "OpOverload",
     "TorchDispatchMode",
-    "dispatcher_fingerprint",
     "op_arguments",
     "op_name",
     "pop_torch_modes",
-    "python_kernels",
     "torch_mode_stacks",
-    "torch_modes_off",
     "tree_leaves",
 ]
 
@@ -55,23 +50,6 @@ def op_arguments(func: OpOverload) -> list[Any]:
     return list(func._schema.arguments)
 
 
-# Dispatch keys whose kernels compute what CPU (or CUDA) tests see.
-DISPATCH_KEYS = frozenset(
-    {
-        "CPU",
-        "CUDA",
-        "BackendSelect",
-        "ADInplaceOrView",
-        "Autograd",
-        "AutogradCPU",
-        "AutogradCUDA",
-        "AutogradOther",
-        "CompositeImplicitAutograd",
-        "CompositeExplicitAutograd",
-        "CompositeExplicitAutogradNonFunctional",
-        "Undefined",
-    }
-)
 
 
 # What the grader's guard reads in each student's kernel (autograder/kernel/guard.py): the
@@ -98,45 +76,3 @@ def pop_torch_modes() -> list[str]:
     return popped
 
 
-@contextlib.contextmanager
-def torch_modes_off() -> Iterator[None]:
-    """Runs a block with every mode and ``__torch_function__`` override disabled."""
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    with torch._C.DisableTorchFunction(), _disable_current_modes():
-        yield
-
-
-def python_kernels(ops: tuple[str, ...] | None = None) -> frozenset[str]:
-    """The kernels registered from Python (``torch.library``) for ``ops`` (default: all).
-
-    Python kernels are boxed only: the dispatcher prints them as ``:: (none) [ boxed ]``.
-    """
-    found = set()
-    for op in ops if ops is not None else torch._C._dispatch_get_all_op_names():
-        try:
-            dump = torch._C._dispatch_dump(op)
-        except RuntimeError:
-            continue  # not registered (yet) in this torch
-        for line in dump.splitlines():
-            key, _, where = line.partition(": registered at ")
-            if where and ":: (none)" in where and key.split("[")[0] in DISPATCH_KEYS:
-                found.add(f"{op} for {key} (registered at {where.split(' :: ')[0]})")
-    return frozenset(found)
-
-
-def dispatcher_fingerprint() -> tuple[int, ...]:
-    """A cheap summary of torch's dispatcher that changes when a kernel is registered.
-
-    How many ops have a kernel for each of :data:`DISPATCH_KEYS`, and how many kernels
-    ``torch.library`` registered (a Python kernel that replaces an existing one leaves
-    the first unchanged, not the second). A few milliseconds, where reading every op's
-    kernels (:func:`python_kernels`) takes a tenth of a second.
-    """
-    import torch.library
-
-    counts = [
-        len(torch._C._dispatch_get_registrations_for_dispatch_key(key))
-        for key in sorted(DISPATCH_KEYS)
-    ]
-    return (*counts, len(torch.library._impls))

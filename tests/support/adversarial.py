@@ -39,6 +39,7 @@ class Attack:
         edit_cells: New source of other (locked) cells, by grade id.
         metadata: Changes to a cell's nbgrader metadata, by grade id.
         delete: Grade ids of cells to delete.
+        move_before: Cells to move, by grade id, each before the cell of another grade id.
         strip_metadata: Remove every cell's metadata and give it a new id.
         file_name: Hand the notebook in under this name.
         raw: Hand in this text instead of a notebook.
@@ -51,6 +52,7 @@ class Attack:
     edit_cells: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, dict] = field(default_factory=dict)
     delete: tuple[str, ...] = ()
+    move_before: dict[str, str] = field(default_factory=dict)
     strip_metadata: bool = False
     file_name: str | None = None
     raw: str | None = None
@@ -82,6 +84,7 @@ def attacked(base: NotebookNode, attack: Attack, name: str) -> NotebookNode:
         if "nbgrader" in cell.metadata
     }
     named = [*attack.answers, *attack.cells_after, *attack.edit_cells, *attack.metadata]
+    named += [*attack.move_before, *attack.move_before.values()]
     for grade_id in [*named, *attack.delete]:
         if grade_id not in cells:
             raise FixtureError(f"{name}: the notebook has no cell {grade_id!r}")
@@ -94,6 +97,10 @@ def attacked(base: NotebookNode, attack: Attack, name: str) -> NotebookNode:
         added = new_code_cell(source.strip("\n"))
         added.id = f"{name}-{index}"
         notebook.cells.insert(position + 1, added)
+    for moved, before in attack.move_before.items():
+        notebook.cells.remove(cells[moved])
+        position = next(i for i, cell in enumerate(notebook.cells) if cell is cells[before])
+        notebook.cells.insert(position, cells[moved])
     notebook.cells = [
         cell for cell in notebook.cells if all(cell is not cells[g] for g in attack.delete)
     ]

@@ -28,6 +28,12 @@ from autograder.pipeline.review import cell_flags, review_flags
         ("%time x = sys._getframe()", "frame inspection"),
         ("from IPython import get_ipython", "IPython"),
         ("setattr(torch, 'allclose', None)", "a write into torch"),
+        ("lib = torch.library.Library('aten', 'IMPL')", "dispatcher"),
+        (
+            "class T(torch.Tensor):\n    def __torch_function__(cls, f, t, a=(), k=None):\n"
+            "        return True",
+            "intercepts torch",
+        ),
     ],
 )
 def test_reaching_code_is_flagged_with_its_line(code: str, what: str):
@@ -62,3 +68,19 @@ def test_the_course_cells_are_not_flagged_whatever_their_metadata():
     flags = review_flags(notebook, {course_cell})
     assert [(flag.cell, flag.line) for flag in flags] == [(2, 1)]
     assert str(flags[0]) == "cell 2, line 1: ctypes (import ctypes)"
+
+
+def test_a_status_message_is_one_line_without_host_paths(tmp_path):
+    from autograder.course import REPO, Course
+    from autograder.submission import one_line
+
+    course = Course.at(tmp_path)
+    traceback = (
+        "Traceback (most recent call last):\n"
+        f'  File "{REPO}/autograder/pipeline/autograde.py", line 3, in run\n'
+        f"RuntimeError: kernel died; see {course.root}/autograded/x\n"
+    )
+    line = one_line(traceback, course)
+    assert "\n" not in line and str(REPO) not in line and str(tmp_path) not in line
+    assert "<grader>/autograder/pipeline/autograde.py" in line and "<course>/autograded" in line
+    assert len(one_line("x" * 2000)) == 500
