@@ -111,6 +111,24 @@ def test_each_attack_gets_its_status_and_no_more_than_it_earned(batch, student: 
         assert row["message"], "a status other than ok says why"
 
 
+# Answer code that reaches for grading machinery (issue 19): the report flags it for review.
+REACHING = {
+    "swallows_errors_showtraceback", "swallows_errors_custom_exc",
+    "swallows_errors_transformer_manager", "swallows_errors_kernel_shell_traitlet",
+    "neuters_the_guard", "reads_caller_frame", "reads_traceback_frames", "calls_hidden_oracle",
+    "rebinds_test_helpers", "lazy_dict_reads_the_test", "gc_finds_the_guard",
+    "aten_kernel_override", "lying_tensor_subclass", "settrace_in_main_thread",
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(REACHING))
+def test_code_that_reaches_for_the_grader_is_flagged_for_review(batch, student: str):
+    row = _rows(batch[1])[student]
+    assert row["review_flags"] > 0
+    assert f"- {student}: cell " in batch[1].report.markdown.read_text()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("student", sorted(ENTRIES))
 def test_entries_collect_refuses_are_reported_in_the_batch(batch, student: str):

@@ -12,7 +12,7 @@ import sys
 from autograder.authoring.build import build
 from autograder.course import Course, assignment_ids
 from autograder.errors import AutograderError
-from tests.support.adversarial import load_attacks, write_adversarial
+from tests.support.adversarial import JUDGE_ATTACKS, load_attacks, write_adversarial
 from tests.support.fixtures import write_fixtures
 
 
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
             written = write_fixtures(course, assignment)
             if assignment == load_attacks()[0]:
                 written += write_adversarial(course)
+            if assignment == load_attacks(JUDGE_ATTACKS)[0]:
+                written += write_adversarial(course, JUDGE_ATTACKS)
             for path in written:
                 print(f"wrote {path.relative_to(course.root)}")
     except AutograderError as error:

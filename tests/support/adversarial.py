@@ -26,6 +26,8 @@ from autograder.course import Course
 from tests.support.fixtures import FixtureError, fixture_notebooks
 
 ADVERSARIAL = FIXTURES / "adversarial"
+# Issue 19's attacks on a second assignment (the judge's side of grading).
+JUDGE_ATTACKS = FIXTURES / "judge_attacks"
 
 
 @dataclass(frozen=True)
