@@ -10,7 +10,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.course import Course, exercise_name
-from autograder.pipeline.review import Flag, locked_sources, notebook_flags
+from autograder.pipeline.review import Flag, course_sources, notebook_flags
 from autograder.submission import ERROR, MISSING, OK, UNREADABLE, Submission, one_line
 
 
@@ -28,7 +28,7 @@ def exercise_ids(course: Course, assignment: str) -> list[str]:
 def submission_flags(course: Course, assignment: str, students: list[str]) -> dict[str, list[Flag]]:
     """Returns each collected student's review flags (see :mod:`autograder.pipeline.review`)."""
     released = nbformat.read(course.student_notebook(assignment), as_version=4)
-    course_code = locked_sources(released)
+    course_code = course_sources(released)
     return {
         student: notebook_flags(
             course.submitted_folder(student, assignment) / f"{assignment}.ipynb", course_code

@@ -4,7 +4,7 @@ The grade is decided outside the student's process (:mod:`autograder.pipeline.ju
 code that inspects the caller's frames or rewires IPython earns nothing by it. It is
 still worth a look: an honest answer has no reason to walk frames, touch the kernel,
 walk ``gc`` or build code to ``exec``. :func:`review_flags` lists such places in a
-submission's own cells (never the locked cells, which the grader restores), with the cell
+submission's own cells (never the course's own cells as released), with the cell
 and line; the class report lists them and the CSV counts them. They change no grade.
 """
 
@@ -189,12 +189,16 @@ def cell_flags(source: str, cell: int) -> list[Flag]:
     return [Flag(cell, line, what) for line, what in sorted(set(finder.found))]
 
 
-def locked_sources(released: NotebookNode) -> set[str]:
-    """The sources of the released notebook's locked cells: the course's code, not flagged."""
+def course_sources(released: NotebookNode) -> set[str]:
+    """The sources of the released notebook's code cells other than answers: the course's.
+
+    A demonstration cell the student left as released is the course's code (it may well
+    call ``get_ipython()`` or ``gc``); one the student edited is the student's.
+    """
     return {
         cell.source
         for cell in released.cells
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("locked", False)
+        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("solution")
     }
 
 
@@ -203,8 +207,8 @@ def review_flags(notebook: NotebookNode, course_code: set[str]) -> list[Flag]:
 
     Args:
         notebook: The submitted notebook.
-        course_code: Sources of the course's locked cells (see :func:`locked_sources`):
-            a cell whose source is one of them is the course's, whatever its metadata says.
+        course_code: Sources of the course's own cells (see :func:`course_sources`): a
+            cell whose source is one of them is the course's, whatever its metadata says.
     """
     flags = []
     for number, cell in enumerate(notebook.get("cells", []), start=1):
