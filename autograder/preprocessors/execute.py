@@ -206,6 +206,7 @@ class SandboxedExecute(Execute):
         if graded and not self._stopped:
             self._guard(cell, "after")
         if graded:
+            _stderr_is_not_failure(cell)
             self._judge(cell, seed)
             _errors_first(cell)
         for output in cell.outputs:
@@ -351,6 +352,18 @@ class SandboxedExecute(Execute):
             notice = f"\n[output cut by the grader at {self.max_output_chars} characters]\n"
             outs.append(new_output("stream", name="stdout", text=notice))
         return out
+
+
+def _stderr_is_not_failure(cell: NotebookNode) -> None:
+    """Shows a test cell's stderr as stdout: a test fails by raising, not by printing.
+
+    nbgrader scores 0 a test cell that wrote to stderr, so a correct answer that logs, shows
+    a progress bar (tqdm writes to stderr) or warns would lose the exercise. The text is
+    kept, on stdout; errors and the judges' verdicts decide.
+    """
+    for output in cell.outputs:
+        if output.output_type == "stream" and output.get("name") == "stderr":
+            output.name = "stdout"
 
 
 def _errors_first(cell: NotebookNode) -> None:

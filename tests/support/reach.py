@@ -167,8 +167,11 @@ class _Lazy(dict):
 
 # --- Honest code that the old guard took for tampering ----------------------------------
 
-# A progress bar (tqdm starts a monitor thread) and a thread pool, joined: not tampering.
+# A progress bar (tqdm starts a monitor thread and writes to stderr), a thread pool it
+# joins and a log line on stderr, in the notebook and inside an answer the tests call:
+# not tampering, and no lost point.
 HONEST_THREADS = """
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from tqdm.auto import tqdm
@@ -178,4 +181,19 @@ with ThreadPoolExecutor(max_workers=2) as pool:
 for _ in tqdm(range(3), desc="warming up"):
     pass
 print(sum(squares))
+logging.basicConfig(level=logging.INFO)
+_log = logging.getLogger("my_answers")
+
+
+def _busy(function):
+    def wrapped(*args, **kwargs):
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            pool.submit(sum, range(10)).result()
+        for _ in tqdm(range(2), desc=function.__name__, leave=False):
+            pass
+        _log.info("calling %s", function.__name__)
+        return function(*args, **kwargs)
+
+    wrapped.__name__ = function.__name__
+    return wrapped
 """
