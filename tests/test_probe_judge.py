@@ -230,7 +230,8 @@ def test_a_tensor_record_whose_values_do_not_fit_its_shape_is_refused():
         observations.decode(observations.loads(text))
 
 
-def test_the_grader_and_the_probes_agree_on_the_observations_type():
-    from autograder.kernel.protocol import OBSERVATIONS_MIME
+def test_the_grader_and_the_probes_agree_on_the_observations_type_and_size():
+    from autograder.kernel.protocol import OBSERVATIONS_MAX_CHARS, OBSERVATIONS_MIME
 
     assert probe.MIME == OBSERVATIONS_MIME
+    assert observations.MAX_CHARS == OBSERVATIONS_MAX_CHARS

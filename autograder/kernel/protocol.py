@@ -31,6 +31,8 @@ GUARD_REPLY = "autograder_guard_reply"
 # What a probe's observations arrive as (autograd_pitfalls.probe.MIME, which a test checks
 # is the same: the grader's pipeline reads it without importing torch).
 OBSERVATIONS_MIME = "application/vnd.autograd-pitfalls.observations.v1"
+# The most characters one hidden check's observations may hold (observations.MAX_CHARS).
+OBSERVATIONS_MAX_CHARS = 1_000_000
 
 
 def encode(message: dict[str, Any]) -> str:

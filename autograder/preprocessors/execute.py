@@ -41,6 +41,7 @@ from traitlets import Integer, Unicode
 
 from autograder.course import exercise_name
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
+from autograder.kernel.protocol import OBSERVATIONS_MAX_CHARS
 from autograder.kernel.protocol import OBSERVATIONS_MIME as MIME
 from autograder.pipeline.judge import (
     Judges,
@@ -332,8 +333,8 @@ class SandboxedExecute(Execute):
         if out.output_type == "display_data" and MIME in out.get("data", {}):
             sent = self._observations_sent.get(cell_index, 0) + 1
             self._observations_sent[cell_index] = sent
-            if sent <= OBSERVATIONS_PER_CELL:
-                return out  # bounded by the judge (observations.MAX_CHARS), not here
+            if sent <= OBSERVATIONS_PER_CELL and _size(out) <= OBSERVATIONS_MAX_CHARS:
+                return out  # outside the print budget: the judge checks it
         used = self._output_used.get(cell_index, 0)
         room = self.max_output_chars - used
         size = _size(out)
