@@ -40,8 +40,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
 from autograder.course import exercise_name
-from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
-from autograder.kernel.protocol import OBSERVATIONS_MAX_CHARS
+from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST, OBSERVATIONS_MAX_CHARS
 from autograder.kernel.protocol import OBSERVATIONS_MIME as MIME
 from autograder.pipeline.judge import (
     Judges,

@@ -50,8 +50,6 @@ def op_arguments(func: OpOverload) -> list[Any]:
     return list(func._schema.arguments)
 
 
-
-
 # What the grader's guard reads in each student's kernel (autograder/kernel/guard.py): the
 # active torch modes and the kernels registered from Python (tests/test_kernel_guard.py).
 def torch_mode_stacks() -> tuple[list[Any], list[Any]]:
@@ -74,5 +72,3 @@ def pop_torch_modes() -> list[str]:
     while _get_current_dispatch_mode_stack():
         popped.append(type(_pop_mode()).__name__)
     return popped
-
-
