@@ -15,13 +15,16 @@ from autograd_pitfalls.graph import draw, to_dot
 from autograd_pitfalls.passline import install as _install_pass_line
 from autograd_pitfalls.pitfalls import PITFALLS, explain
 from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace
+from autograd_pitfalls.watch import CountedWrite, WatchWrites
 
 __all__ = [
     "PITFALLS",
+    "CountedWrite",
     "Finding",
     "InplaceLog",
     "InplaceWrite",
     "Report",
+    "WatchWrites",
     "assert_grad_close",
     "assert_is_leaf",
     "assert_version",
