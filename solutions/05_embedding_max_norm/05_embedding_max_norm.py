@@ -296,9 +296,7 @@ embedding, W = seed_setup()
 a = embedding.weight.clone() @ W.t()  # 2. clone: MmBackward0 saves the clone
 b = embedding(idx) @ W.t()
 loss_with_clone = combine(a, b)
-graph_with_clone = draw(
-    loss_with_clone, names={"weight": embedding.weight, "W": W}, saved={"self"}
-)
+graph_with_clone = draw(loss_with_clone, names={"weight": embedding.weight, "W": W}, saved={"self"})
 loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
