@@ -8,7 +8,8 @@ test cell failing with "Exercise not answered yet" and no other cell failing, no
 ``/tmp/ipykernel_...`` file name in an output. In the first notebook it types the
 reference answer of Exercise 1 from ``solutions/``, re-runs the answer and its tests
 (they pass and say so), then clicks Validate: the dialog opens with a summary that names
-the exercises still failing. Throughout: no browser console error, and in the end no
+the exercises still failing. Throughout: no notification pop-up (JupyterLab's news
+prompt), no browser console error, and in the end no
 ``[E``/``[W``/Traceback line in the server log. Screenshots go to ``build/screenshots/``
 (printed at the end of the pytest run).
 """
@@ -42,6 +43,8 @@ SOLVED = ASSIGNMENTS[0]  # the notebook where Exercise 1 gets solved and validat
 STUB_MESSAGE = "Exercise not answered yet"
 RUN_TIMEOUT_S = 120
 IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status"
+# JupyterLab's notification pop-ups (react-toastify toasts, one class per kind).
+TOASTS = '.Toastify__toast, [class*="jp-Notification-Toast-"]'
 
 # Every cell of the open notebook, in order: kind, prompt, and each output's mime type,
 # text, and for SVG whether its image decoded with a size (JupyterLab shows SVG as <img>).
@@ -232,6 +235,9 @@ def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment
     _menu(browser_page, "Run", "Run All Cells")
     _wait_until_idle(browser_page, code_cells)
 
+    # make lab turns JupyterLab's news off: no pop-up asks about "official Jupyter news".
+    assert browser_page.locator(TOASTS).count() == 0, browser_page.locator(TOASTS).all_inner_texts()
+    assert "Jupyter news" not in browser_page.inner_text("body")
     # make lab turns nbgrader's Create Assignment panel off (it could unlock a test cell).
     assert browser_page.locator("#nbgrader-create_assignemnt").count() == 0  # nbgrader's id
     assert browser_page.get_by_title("Nbgrader Create Assignment").count() == 0

@@ -291,9 +291,21 @@ def test_draw_names_the_line_that_made_a_saved_tensor_stale(device: torch.device
         if "# the write" in text
     )
     dot = to_dot(f, names=names)  # the latest track_inplace() block's writes, by default
-    assert f"modified in place by fill_\\nat test_graph.py:{line}: d[:] = 0  # the write" in dot
+    assert f"modified in place by fill_\\nat test_graph.py:{line}:\\nd[:] = 0  # the write" in dot
     assert "n1 [label=MvBackward0 color=red" in dot  # the node backward() stops at
     assert "modified in place\\nat" not in to_dot(f, names=names, writes=InplaceLog())
+
+
+def test_draw_keeps_only_the_saved_tensors_asked_for() -> None:
+    (f,), names = stale_matmul(torch.device("cpu"))
+    everything = to_dot(f, names=names)
+    only_vec = to_dot(f, names=names, saved={"vec"})
+    assert "n1_saved_self" in everything and "n2_saved_self" in everything
+    assert "n1_saved_vec" in only_vec
+    assert "n1_saved_self" not in only_vec and "n2_saved_self" not in only_vec
+    # The node that saved the stale d keeps its red border: backward() still stops there.
+    assert "n1 [label=MvBackward0 color=red" in only_vec
+    assert "_saved_" not in to_dot(f, names=names, saved=())
 
 
 def test_draw_labels_unnamed_tensors_and_leaf_outputs() -> None:

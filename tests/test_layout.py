@@ -1,4 +1,6 @@
-"""The grader's layout: what runs inside a student's sandbox stays apart from the rest.
+"""The repository's layout: the README's links, and the sandbox's side of the grader.
+
+The README is the front door: short, and every ``docs/`` page it links to exists.
 
 ``autograder/kernel/`` is all of the grader that the sandbox mounts (see
 ``autograder.sandbox.bwrap.course_sandbox``): if it imported another part of
@@ -9,6 +11,7 @@ have to be mounted where student code can read it.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +21,38 @@ import pytest
 from autograder.course import REPO
 
 KERNEL = REPO / "autograder" / "kernel"
+README_MAX_LINES = 150  # a few screens: what the course is, how to start, where to read on
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _local_links(markdown: str) -> list[str]:
+    """The targets of the Markdown links in ``markdown`` that point into the repository."""
+    return [target for target in _LINK.findall(markdown) if "://" not in target]
+
+
+def test_readme_is_short_and_links_the_docs():
+    readme = (REPO / "README.md").read_text()
+    lines = len(readme.splitlines())
+    assert lines < README_MAX_LINES, f"README.md has {lines} lines: move reference to docs/"
+    docs = [target for target in _local_links(readme) if target.startswith("docs/")]
+    assert docs, "the README links no page of docs/"
+    missing = [target for target in _local_links(readme) if not (REPO / target).exists()]
+    assert not missing, f"README.md links missing files: {missing}"
+
+
+def test_docs_pages_link_only_what_exists():
+    missing = [
+        f"{page.name}: {target}"
+        for page in sorted((REPO / "docs").glob("*.md"))
+        for target in _local_links(page.read_text())
+        if not (page.parent / target).exists()
+    ]
+    assert not missing, f"docs/ links missing files: {missing}"
+
+
+def test_the_link_check_finds_a_missing_page():
+    text = "[a](docs/grading.md) [b](docs/nope.md#x) [c](https://example.org/x.md)"
+    assert _local_links(text) == ["docs/grading.md", "docs/nope.md"]
 
 
 def _imported_modules(path: Path) -> list[tuple[int, str]]:

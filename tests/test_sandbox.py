@@ -234,7 +234,7 @@ def test_each_kernel_starts_without_what_the_previous_one_did(zygote):
         # The sandbox's private /tmp is emptied between students.
         assert left_in_tmp == "False"
     else:
-        # Without the sandbox /tmp is the machine's: the README says so.
+        # Without the sandbox /tmp is the machine's: docs/sandbox.md says so.
         Path(in_tmp).unlink(missing_ok=True)
     assert cwd_first != cwd_second
     if zygote.sandbox.separate_uids:

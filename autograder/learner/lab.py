@@ -2,7 +2,8 @@
 
 A learner has no exchange and no course: nbgrader's assignment list, course list and
 formgrader would fail on every poll and fill the server log with errors. They are turned
-off in this project's virtual environment only; validation stays on.
+off in this project's virtual environment only; validation stays on. So is JupyterLab's
+news feed, whose consent pop-up would cover the first notebook.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ LAB_PLUGINS_OFF = (
     "@jupyter/nbgrader:create-assignment",
     # The nbgrader menu only opens the three tools above.
     "@jupyter/nbgrader:menu",
+    # JupyterLab's news and update check: it opens with a pop-up asking whether to fetch
+    # "official Jupyter news", over the notebook a learner has just opened.
+    "@jupyterlab/apputils-extension:announcements",
 )
 
 

@@ -17,6 +17,7 @@
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
+import inspect
 import warnings
 from collections.abc import Callable
 
@@ -40,7 +41,7 @@ print(f"torch {torch.__version__}")
 # ## 1. Leaves and non-leaves
 #
 # A tensor that you create yourself is a leaf.
-# A tensor computed from something that requires grad is not a leaf.
+# A tensor computed from something that requires grad, while autograd records (grad mode on, the default), is not a leaf.
 # It remembers the operation that made it in `grad_fn`.
 
 # %%
@@ -55,12 +56,15 @@ assert not b.is_leaf and type(b.grad_fn).__name__ == "AddBackward0"
 # A tensor that does not require grad is a leaf by convention, even when an operation made it.
 # Autograd records nothing for it, so there is no `grad_fn` to point back to.
 # `detach()` also gives a leaf that does not require grad.
+# So does an operation on `a` under `torch.no_grad()`, which turns recording off for its block: `c = a + 2` there is a leaf, with no `grad_fn` and no `requires_grad`.
 
 # %%
 x = torch.zeros(3)  # requires_grad=False
 y = x * 2  # an operation, but nothing to record
 z = a.detach()
-for name, tensor in {"x": x, "y": y, "z": z}.items():
+with torch.no_grad():
+    c = a + 2  # a requires grad, but nothing is recorded here
+for name, tensor in {"x": x, "y": y, "z": z, "c": c}.items():
     print(f"{name}: is_leaf={tensor.is_leaf}, requires_grad={tensor.requires_grad}")
     assert tensor.is_leaf and not tensor.requires_grad and tensor.grad_fn is None
 
@@ -776,7 +780,6 @@ draw(T.sum(), names={"T": T})
 # The drawing shows a leaf with no name, of shape `(12, 1)`, below `ViewBackward0`.
 # That Parameter does receive the gradient, but `T.grad` stays `None`.
 # The gradient sits on the Parameter that the view `T` was made from, `T._base`.
-# (`t = t.view(3, 4)` does the same: it rebinds the only name, as in section 4.)
 
 # %%
 T.sum().backward()
@@ -786,6 +789,15 @@ print(f"T.grad = {t_grad}")
 base = T._base
 print(f"T._base: {type(base).__name__} {tuple(base.shape)}, grad = {base.grad.flatten()}")
 assert t_grad is None and len(caught) == 1 and torch.equal(base.grad, torch.ones(12, 1))
+
+# %% [markdown]
+# `t = t.view(3, 4)` on two lines ends the same way: it rebinds the only name, as in section 4.
+
+# %%
+t = nn.Parameter(torch.randn(12, 1))
+t = t.view(3, 4)  # the name t now points at the view
+print(f"t: {type(t).__name__}, is_leaf={t.is_leaf}, t._base: {type(t._base).__name__}")
+assert type(t) is torch.Tensor and not t.is_leaf and isinstance(t._base, nn.Parameter)
 
 # %% [markdown]
 # In a module it is worse: the view stored as an attribute is a plain tensor,
@@ -832,7 +844,46 @@ assert p.to("cpu") is p and not p64.is_leaf and not moved.is_leaf
 assert type(moved) is torch.Tensor and moved.grad_fn.name() == "ToCopyBackward0"
 
 # %% [markdown]
-# Create the tensor on its device, with its dtype, then wrap:
+# A module's own `.double()`, `.half()` or `.to(dtype)` is different: it keeps each Parameter.
+# They go through `Module._apply`, which computes each new tensor under `torch.no_grad()`.
+# Where the old and the new tensor are of compatible kinds, it then puts the new one into the same Parameter object through `param.data = ...`, the legacy attribute that swaps a tensor's memory without autograd (notebook 03).
+# So the Parameter stays the same leaf, and an optimiser made before the cast still holds it.
+# Here are those lines of the installed torch, then the effect:
+
+# %%
+lines = [line.strip() for line in inspect.getsource(nn.Module._apply).splitlines()]
+shown = ["with torch.no_grad():", "param_applied = fn(param)", "param.data = param_applied"]
+print("\n".join(line for line in shown if line in lines))
+assert all(line in lines for line in shown)
+
+layer = nn.Linear(3, 2)
+weight, memory = layer.weight, layer.weight.data_ptr()
+optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+layer.double()
+print(f"same object: {layer.weight is weight}, {weight.dtype}, is_leaf={weight.is_leaf}")
+print(f"new memory: {weight.data_ptr() != memory}")
+print(f"the optimiser holds it: {optimizer.param_groups[0]['params'][0] is layer.weight}")
+assert layer.weight is weight and weight.dtype == torch.float64 and weight.is_leaf
+assert weight.data_ptr() != memory and optimizer.param_groups[0]["params"][0] is weight
+
+# %% [markdown]
+# Where the kinds are not compatible, `_apply` wraps the new tensor in a new Parameter instead.
+# Moving to `meta` is such a case: the module gets a new leaf Parameter, and an optimiser made before still holds the old one, on the CPU.
+
+# %%
+layer = nn.Linear(3, 2)
+weight = layer.weight
+optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+layer.to("meta")
+held = optimizer.param_groups[0]["params"][0]
+print(f"same object: {layer.weight is weight} | new: {type(layer.weight).__name__} on meta")
+print(f"the optimiser holds the old one: {held is weight}, on {held.device}")
+assert layer.weight is not weight and isinstance(layer.weight, nn.Parameter)
+assert layer.weight.is_leaf and held is weight and held.device.type == "cpu"
+
+# %% [markdown]
+# So move or cast the module first and build the optimiser after it.
+# For a Parameter of your own, create the tensor on its device, with its dtype, then wrap:
 
 # %%
 right = nn.Parameter(torch.randn(3, dtype=torch.float64, device="meta"))
@@ -940,7 +991,7 @@ for dtype in [torch.float32, torch.float64]:
 # ## Summary
 #
 # - A tensor that requires grad is a leaf exactly when it has no `grad_fn`.
-# - Tensors that do not require grad are leaves by convention.
+# - Tensors that do not require grad are leaves by convention; so are results computed under `torch.no_grad()`.
 # - `backward()` fills `.grad` on leaves only.
 # - For an intermediate, call `retain_grad()` before `backward()`, or use `torch.autograd.grad`.
 # - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your way to it.
@@ -948,3 +999,4 @@ for dtype in [torch.float32, torch.float64]:
 # - A slice is a view of the same memory.
 #   `clone()` gives it its own memory and keeps the gradient path; `.detach().clone()` cuts it.
 # - Reshape, cast and move first; wrap in `nn.Parameter` last.
+#   A module's `.double()` keeps its Parameters (the same leaf objects, with new memory); build the optimiser after moving or casting the module.

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    WatchWrites,
     assert_grad_close,
     assert_is_leaf,
     assert_version,
@@ -76,15 +77,19 @@ print("after u = t * 2:      t", t._version, "| u", u._version)
 assert (t._version, u._version) == (3, 0)
 
 # %% [markdown]
-# A view (`t[:2]`, `t.view(...)`, and also `t.detach()`) shares memory with its base, and it also shares the base's version counter.
+# A view (`t[:2]`, `t.view(...)`) shares memory with its base, and it also shares the base's version counter.
 # A write through the view bumps the base's version, and a write to the base bumps the view's.
+# `t.detach()` is not a view (`_is_view()` is False: it has no base), but it shares both too, the memory and the counter.
 # That is how autograd notices a write to a saved tensor even when it is made through another name.
 
 # %%
 base = torch.zeros(4)
 head = base[:2]  # a view: same memory, same counter
 grid = base.view(2, 2)  # another view
-alias = base.detach()  # shares memory and counter too
+alias = base.detach()  # not a view, but the same memory and the same counter
+print("_is_view(): head", head._is_view(), "| grid", grid._is_view(), "| alias", alias._is_view())
+assert head._is_view() and grid._is_view() and not alias._is_view() and alias._base is None
+assert alias.data_ptr() == base.data_ptr()
 print("start:              base", base._version, "head", head._version, "grid", grid._version)
 head.add_(1)
 print("after head.add_(1): base", base._version, "head", head._version, "grid", grid._version)
@@ -122,7 +127,7 @@ print("b.grad_fn after b.add_(1):", type(b.grad_fn).__name__)
 assert type(b.grad_fn).__name__ == "AddBackward0"
 
 # %% [markdown]
-# Now a fresh leaf, which has no `.grad` yet: every way of writing in place is refused.
+# Now a fresh leaf, which has no `.grad` yet: each of the four ways of section 1 to write into `a` in place is refused.
 # (Older blog posts quote "has been used in an in-place operation"; torch 2.13 says "is being used".)
 
 # %%
@@ -137,6 +142,19 @@ with expect_error(RuntimeError, match="a view of a leaf Variable that requires g
     a[0] = 0.0  # a[0] is a view of a
 with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
     torch.add(a, 1.0, out=a)
+
+# %% [markdown]
+# Two ways of writing are not refused, because they write through another tensor on `a`'s memory: `a.detach()` and `a.data`.
+# Both are leaves that do not require grad, so the leaf check does not apply to them.
+# The `.detach()` write still moves `a`'s counter (section 2); the `.data` write moves nothing.
+# Notebook 03 is about the harm they do.
+
+# %%
+a.detach().add_(1.0)  # allowed: counted on a
+print(a, "| version:", a._version)
+a.data.add_(1.0)  # allowed: not counted
+print(a, "| version:", a._version, "| is_leaf:", a.is_leaf)
+assert a.tolist() == [12.0, 7.0, 4.0, 5.0] and a._version == 1 and a.is_leaf
 
 # %% [markdown]
 # Older posts also show `a[:] = 0` going through: `a` becomes a non-leaf with `grad_fn=<CopySlices>`, and `backward()` later fails with "leaf variable has been moved into the graph interior".
@@ -660,19 +678,32 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Return the loss and the centred `h` as tensors on `x`'s device and in its dtype.
 #
 # The tests also run your function through `on_meta` (below): its tensor arguments are moved to the `meta` device (a shape, a dtype and autograd, but no values).
-# A tensor built on the CPU whatever the input's device, such as `torch.tensor(loss.item())`, passes on a CPU but breaks on a GPU; on `meta` it fails on any machine:
+# It catches a device bug: a tensor built on the CPU whatever the input's device.
+# Here the column means are summed into `torch.zeros(k)`, made without `device=`.
+# On a CPU the values are right.
+# On a GPU, `mean += row / n` adds a CUDA row into that CPU tensor, and the GPU refuses (this cell shows it when a GPU is present).
+# On `meta` it fails on any machine:
 
 
 # %%
-def mean_square_rebuilt(h: torch.Tensor) -> torch.Tensor:
-    """mean(h**2), rebuilt as a new tensor on the CPU: a device bug."""
-    return torch.tensor((h**2).mean().item())
+def centred_rebuilt(h: torch.Tensor) -> torch.Tensor:
+    """h - h.mean(dim=0), with the means summed into a tensor built on the CPU: a device bug."""
+    mean = torch.zeros(h.shape[1])  # no device=: on the CPU whatever h's device
+    for row in h:
+        mean += row / h.shape[0]
+    return h - mean
 
 
-print("on the CPU:", mean_square_rebuilt(torch.ones(2)))  # looks fine
-with expect_error(AssertionError, match="on another device"):
-    on_meta(mean_square_rebuilt, torch.ones(2))
-print("on meta:", on_meta(lambda h: (h**2).mean(), torch.ones(2)))  # device-following: fine
+h = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+print("on the CPU:", centred_rebuilt(h).tolist())  # right
+assert torch.equal(centred_rebuilt(h), h - h.mean(dim=0))
+for device in devices():
+    if device.type == "cuda":
+        with expect_error(RuntimeError, match="same device"):
+            centred_rebuilt(h.to(device))
+with expect_error(AssertionError, match="failed when its inputs were on another device"):
+    on_meta(centred_rebuilt, h)
+print("on meta:", on_meta(lambda h: h - h.mean(dim=0), h))  # device-following: fine
 
 # %% [markdown]
 # Anomaly mode (section 9) checks every gradient for NaN by reading its values, which meta tensors do not have.
@@ -816,14 +847,20 @@ print("after nn.init.normal_: is_leaf", w.is_leaf, "| version", w._version)
 assert w.is_leaf and w._version == 1
 
 # %% [markdown]
-# An optimiser's `step()` updates the parameters in place the same way, under `torch.no_grad()`.
+# An optimiser's `step()` updates the parameters in place the same way: it turns grad mode off while it writes, as `torch.no_grad()` does.
+# `WatchWrites(w)`, a helper of this course, shows it: inside its block it notes each torch call that moved `w`'s counter, with `torch.is_grad_enabled()` at that moment.
 # By hand, `d sum(w²) / dw = 2w = [2, 2]`, so one SGD step with `lr = 0.1` gives `1 - 0.1 · 2 = 0.8`.
 
 # %%
 w = nn.Parameter(torch.ones(2))
 (w**2).sum().backward()
-torch.optim.SGD([w], lr=0.1).step()
+optimizer = torch.optim.SGD([w], lr=0.1)
+with WatchWrites(w) as watch:
+    optimizer.step()
+print("writes inside step():", watch.writes)
+print("grad mode after step():", torch.is_grad_enabled())
 print(w, "| is_leaf:", w.is_leaf, "| version:", w._version)
+assert [write.grad_enabled for write in watch.writes] == [False] and torch.is_grad_enabled()
 assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w.is_leaf and w._version == 1
 
 # %% [markdown]
@@ -864,48 +901,11 @@ print(w, "| version:", w._version)
 assert w._version == 1 and w.tolist() == [5.0, 5.0]
 
 # %% [markdown]
-# To tell the two apart, `WatchWrites(w)` (in the next cell, used by the tests of Exercise 3) watches every torch call made inside its block.
-# After each call that moved `w`'s counter, it copies `w`'s values: the last copy is what autograd last saw.
-# If `w` ends with other values, the last write was hidden.
-# It also notes in-place calls that mix `w` (on a GPU, or on `meta`) with a CPU tensor of more than one value: a GPU refuses those (`copy_` and index assignment excepted), but on `meta` they pass.
+# `WatchWrites` tells the two apart, and the tests of Exercise 3 use it.
+# After each call that moved `w`'s counter it also copies `w`'s values, into `watch.seen`: what autograd last saw.
+# If `w` ends with other values, the last write was hidden, and `watch.last_write_seen()` says False.
 
-# %% nbgrader={"grade_id": "watch-writes", "locked": true}
-from torch.overrides import TorchFunctionMode
-
-
-class WatchWrites(TorchFunctionMode):
-    """Copies tensor's values after each torch call that moved its version counter."""
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        super().__init__()
-        self.tensor, self.version = tensor, tensor._version
-        self.seen: torch.Tensor | None = None  # the values after the last seen write
-        self.mixed: list[str] = []  # calls mixing tensor's device with a CPU tensor
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        tensors = [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
-        name = getattr(func, "__name__", str(func))
-        if (
-            self.tensor.device.type != "cpu"
-            and name not in ("copy_", "__setitem__")
-            and any(t.device == self.tensor.device for t in tensors)
-            and any(t.device.type == "cpu" and t.dim() > 0 for t in tensors)
-        ):
-            self.mixed.append(name)
-        result = func(*args, **kwargs)
-        if self.tensor._version != self.version:
-            self.version = self.tensor._version
-            self.seen = self.tensor.detach().clone()
-        return result
-
-    def last_write_seen(self) -> bool:
-        """Whether the tensor holds the values autograd saw last (on meta: always)."""
-        if self.tensor.device.type == "meta":
-            return self.seen is not None
-        return self.seen is not None and torch.equal(self.seen, self.tensor.detach())
-
-
+# %%
 w = nn.Parameter(torch.ones(2))
 with WatchWrites(w) as watch:
     with torch.no_grad():
@@ -919,12 +919,6 @@ with WatchWrites(w) as watch, torch.no_grad():
     w.fill_(5.0)
 print("a write under no_grad: last write seen:", watch.last_write_seen())
 assert watch.last_write_seen()
-
-w = nn.Parameter(torch.zeros(2, device="meta"))
-with WatchWrites(w) as watch, torch.no_grad():
-    w += torch.ones(2)  # a CPU operand: meta lets it pass
-print("on meta, w += torch.ones(2) runs; calls that mix devices:", watch.mixed)
-assert watch.mixed and w.device.type == "meta"
 
 # %% [markdown]
 # ### Exercise 3 — initialise a parameter in place (3 points)
@@ -1076,10 +1070,13 @@ with expect_error(RuntimeError, match="Trying to backward through the graph a se
 
 # %%
 v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-total = (v + 1).sum()  # AddBackward1 and SumBackward0 save no tensor
+total = (v + 1).sum()
+nodes = [total.grad_fn.name(), total.grad_fn.next_functions[0][0].name()]
+print("nodes:", nodes)  # neither saves a tensor (the table of section 5)
 total.backward()
 total.backward()  # no error
 print("v.grad after two backward() calls:", v.grad)
+assert nodes == ["SumBackward0", "AddBackward0"]
 assert torch.equal(v.grad, torch.full((3,), 2.0))
 
 # %% [markdown]
@@ -1239,8 +1236,8 @@ on_meta(two_gradients, nn.Linear(3, 2), torch.ones(4, 3))
 # %% [markdown]
 # ## Summary
 #
-# - `t._version` counts in-place writes; views (and `.detach()`) share it with their base, `.data` does not.
-# - A leaf that requires grad refuses in-place writes (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed.
+# - `t._version` counts in-place writes; views share it with their base, and so does `.detach()` (not a view); `.data` does not.
+# - A leaf that requires grad refuses in-place writes to itself (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed, and so is an optimiser's `step()`, which turns grad mode off. Writes through `.detach()` and `.data` are not refused.
 # - A tensor some node saved for backward may not be written before `backward()`: `draw()` shows it red, `backward()` raises.
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
 # - Writes through `.data` or numpy move no counter: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.

@@ -265,6 +265,20 @@ assert outcome == {
 }
 
 # %% [markdown]
+# Each of those outcomes comes from `MulBackward0` having saved `a`.
+# When no node saved the tensor, a write after use is harmless whichever way, counted or not.
+# `a.sum()` saves nothing (notebook 02, section 5): by hand its gradient is 1 for every element, whatever `a` holds.
+
+# %%
+for how in [".data", ".detach()", "no_grad", "numpy"]:
+    a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
+    loss = a.sum()  # SumBackward0 saves no tensor
+    set_to_ten(a, how)  # after use
+    loss.backward()
+    print(f"{how:10} version {a._version} | a.grad: {a.grad}")
+    assert torch.equal(a.grad, torch.ones(4))
+
+# %% [markdown]
 # So, plainly: **"no error" does not mean "correct gradient"**.
 # The blog post behind this notebook concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
 # That holds only for writes autograd can see; `.data` and numpy writes are exactly the ones it cannot.
@@ -430,6 +444,24 @@ assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w._version == 1 and
 assert evaluated.grad_fn is None and not evaluated.requires_grad
 
 # %% [markdown]
+# Without `torch.no_grad()`, `w -= 0.1 * w.grad` is refused: `w` is a leaf that requires grad (notebook 02, section 3).
+# `w = w - 0.1 * w.grad` runs, but it records the subtraction and rebinds the name `w` to its result, a non-leaf (notebook 01, section 4).
+# The next `backward()` then fills the `.grad` of the old leaf, and the new `w.grad` stays `None`.
+
+# %%
+w = torch.ones(2, requires_grad=True)
+(w * w).sum().backward()
+with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
+    w -= 0.1 * w.grad
+w = w - 0.1 * w.grad  # no error: a new tensor, made by a recorded operation
+print(f"w: is_leaf={w.is_leaf}, grad_fn={w.grad_fn.name()}")
+(w * w).sum().backward()
+with expect_warning(UserWarning, match="not a leaf"):
+    w_grad = w.grad
+print("w.grad after the next backward():", w_grad)
+assert not w.is_leaf and w.grad_fn.name() == "SubBackward0" and w_grad is None
+
+# %% [markdown]
 # `model.eval()` is not a replacement: it only switches layers such as dropout and batch norm to their evaluation behaviour.
 # Autograd still records everything.
 
@@ -446,7 +478,9 @@ assert output.grad_fn is None
 
 # %% [markdown]
 # **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: the tensors created inside it do not even keep a version counter.
-# The price: these *inference tensors* may never enter autograd later.
+# The price, for these *inference tensors*: autograd cannot save one for backward, and it cannot be changed in place outside inference mode.
+# Where no node needs to save it, it can still enter a graph: `w + features` saves nothing (notebook 02, section 5), and `w.grad` comes out right.
+# By hand, $\partial \sum (w + f) / \partial w = 1$, and $\partial \sum w f / \partial w = f = 3$.
 
 # %%
 w = torch.ones(2, requires_grad=True)
@@ -455,12 +489,18 @@ with torch.inference_mode():
 print("features.is_inference():", features.is_inference())
 with expect_error(RuntimeError, match="Inference tensors do not track version counter"):
     version = features._version
+(w + features).sum().backward()  # nothing saved: works
+print("w + features: w.grad =", w.grad)
+assert torch.equal(w.grad, torch.ones(2))
 with expect_error(RuntimeError, match="Inference tensors cannot be saved for backward"):
-    (w * features).sum().backward()
+    w * features  # MulBackward0 would save features
+with expect_error(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+    features.add_(1)
+w.grad = None
 with torch.no_grad():
     features = torch.ones(2) * 3  # a normal tensor
 (w * features).sum().backward()
-print("made under no_grad instead: w.grad =", w.grad)
+print("made under no_grad instead: w * features: w.grad =", w.grad)
 assert torch.equal(w.grad, torch.full((2,), 3.0))
 
 # %% [markdown]
@@ -493,7 +533,10 @@ assert x.grad.item() == 3.0
 #
 # ### `Variable`
 # `torch.autograd.Variable` used to be a wrapper that added autograd to a tensor.
-# Since 0.4 they are one class: `Variable(t)` returns a plain `torch.Tensor`, a new object on the same memory, and every tensor passes `isinstance(t, Variable)`.
+# Since 0.4 a tensor does that itself, and `Variable` only stays so that old code runs.
+# `Variable(t)` returns a plain `torch.Tensor`, a new object on the same memory.
+# `Variable` is still a class of its own: not `torch.Tensor`, not even a subclass of it.
+# It only answers `isinstance(t, Variable)` with True for every tensor, so old type checks pass.
 # `Variable(t, requires_grad=True)` is a leaf that requires grad, still on `t`'s memory.
 
 # %%
@@ -503,8 +546,12 @@ print(
     f"type: {type(v).__name__} | same object: {v is t} "
     f"| same memory: {v.data_ptr() == t.data_ptr()}"
 )
+print(f"Variable is torch.Tensor: {Variable is torch.Tensor}")
+print(f"issubclass(Variable, torch.Tensor): {issubclass(Variable, torch.Tensor)}")
 print(f"isinstance(torch.ones(3), Variable): {isinstance(torch.ones(3), Variable)}")
 assert type(v) is torch.Tensor and v is not t and v.data_ptr() == t.data_ptr()
+assert Variable is not torch.Tensor and not issubclass(Variable, torch.Tensor)
+assert isinstance(torch.ones(3), Variable)
 leaf = Variable(t, requires_grad=True)
 print(
     f"Variable(t, requires_grad=True): is_leaf={leaf.is_leaf}, requires_grad={leaf.requires_grad}"
@@ -1008,10 +1055,11 @@ plt.show()
 # `loss.item()` and `loss.detach()` keep nothing (both curves lie at 0).
 #
 # The drawing shows the chain after three training steps: one `AddBackward0` per step, each holding a whole step's graph, with the saved tensors already freed by `backward()` (grey).
+# To fit the page, the model here is a single `nn.Linear(4, 1)`.
 
 # %%
 torch.manual_seed(1)
-net = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+net = nn.Linear(4, 1)
 optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
 total_loss = 0.0
 for x, y in data[:3]:
@@ -1228,7 +1276,7 @@ for device in devices():
 #
 # - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
 # - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. No error does not mean a correct gradient.
-# - Before a tensor is used, changing it is harmless whichever way; after, only an honest out-of-place copy is.
+# - Before a tensor is used, changing it is harmless whichever way. After, it depends on whether a node saved it: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
 # - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
 # - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.
 # - Legacy: `Variable(t)` returns a plain tensor; `volatile=True` warns and does nothing; `loss.data[0]` raises, use `loss.item()` (`tolist()` for many values); `float(loss)` warns when `loss` requires grad; prefer `.detach().cpu().numpy()` to `.data.cpu().numpy()`.

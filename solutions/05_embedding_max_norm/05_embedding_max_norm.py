@@ -181,7 +181,9 @@ b = embedding(idx) @ W.t()  # renormalises rows 1 and 2 of the weight, in place
 print("after b = embedding(idx) @ W.t(): ", embedding.weight._version)
 out = a.unsqueeze(0) + b.unsqueeze(1)
 loss = out.sigmoid().prod()
-seed_graph = draw(loss, names={"weight": embedding.weight, "W": W, "loss": loss})  # for below
+seed_graph = draw(  # for below: only the saved tensors named self
+    loss, names={"weight": embedding.weight, "W": W, "loss": loss}, saved={"self"}
+)
 with expect_error(
     RuntimeError, match=r"\[torch.FloatTensor \[3, 5\]\] is at version 2; expected version 1"
 ):
@@ -193,6 +195,7 @@ with expect_error(
 # It was at version 1 when `a` was computed (the `normal_` of the constructor), and `a`'s node saved it, because `d a / d W` needs the weight's values.
 # `embedding(idx)` wrote to it (version 2), so the saved values are gone.
 # The graph, drawn before that `backward()`, shows the saved weight in red, with both versions.
+# To fit the page it shows only the saved tensors named `self` (each node's first input; `MmBackward0` saved the weight as `self`).
 
 # %%
 seed_graph
@@ -293,7 +296,7 @@ embedding, W = seed_setup()
 a = embedding.weight.clone() @ W.t()  # 2. clone: MmBackward0 saves the clone
 b = embedding(idx) @ W.t()
 loss_with_clone = combine(a, b)
-graph_with_clone = draw(loss_with_clone, names={"weight": embedding.weight, "W": W})
+graph_with_clone = draw(loss_with_clone, names={"weight": embedding.weight, "W": W}, saved={"self"})
 loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
@@ -317,7 +320,7 @@ assert torch.equal(cloned[0][0], reorder[0][0])  # row 0 is never rescaled
 assert not torch.allclose(cloned[0][1:], reorder[0][1:])  # rows 1 and 2: before vs after
 
 # %% [markdown]
-# The graph of the `clone()` fix, drawn before its `backward()`: `MmBackward0` now saves the clone (a tensor of its own, never written), and `CloneBackward0` saves nothing.
+# The graph of the `clone()` fix, drawn before its `backward()`, again with only the saved tensors named `self`: the first `MmBackward0` now saves the clone (a tensor of its own, never written) instead of the weight.
 # Nothing is red; the gradient still reaches the weight through `CloneBackward0`.
 
 # %%
@@ -467,8 +470,6 @@ tokens = torch.tensor([[0, 1, 2], [3, 4, 5]])
 with track_inplace() as log:
     logits = model(tokens)
 report = diagnose(logits.sum(), names={"weight": model.embedding.weight})
-lm_names = {"weight": model.embedding.weight, "recurrent.weight": model.recurrent.weight}
-lm_graph = draw(logits.sum(), names=lm_names)  # for below
 print("writes:", [(write.op, write.code) for write in log.writes])
 print(
     "stale saved weights:", [(f.node, f.saved_version, f.current_version) for f in report.findings]
@@ -481,11 +482,19 @@ assert len(log.writes) == 3 and all(write.op == "embedding_renorm_" for write in
 assert len(report.findings) == 2  # steps 0 and 1 saved a weight that a later step rewrote
 
 # %% [markdown]
-# The graph: the three `MmBackward0` of the output layer each saved `weight.T` as `mat2`, at versions 2, 3 and 4 (the weight started at 1, and each step's lookup wrote once).
-# The first two are red; the last one, saved after the last lookup, is not.
+# The graph of three steps is too large to read, so here is the same model on the first two tokens of each sequence, with only the saved tensors named `mat2`, the second factor of each matrix product.
+# Each step's `MmBackward0` of the output layer saved `weight.T` (shape `(4, 6)`) as `mat2`: step 0 at version 2, step 1 at version 3 (the weight started at 1, and each step's lookup wrote once).
+# Step 0's is red: step 1's lookup wrote to the weight after it was saved.
+# Step 1's, saved after the last lookup, is not.
+# (The `(4, 4)` box is the recurrent layer's weight, which nothing writes.)
 
 # %%
-lm_graph
+torch.manual_seed(0)
+model = TiedRNNLM(vocab=6, dim=4, max_norm=1.0)
+with track_inplace():
+    logits = model(tokens[:, :2])
+names = {"weight": model.embedding.weight, "recurrent.weight": model.recurrent.weight}
+draw(logits.sum(), names=names, saved={"mat2"})
 
 # %% [markdown]
 # The error shows a `[4, 6]` tensor, the transposed weight `weight.T` (a view of the weight, with its counter), saved by step 0 or 1.
@@ -564,7 +573,9 @@ assert rescaled_later[0] and not rescaled_later[2]
 # ## 5. `F.embedding(..., max_norm=...)` writes to the tensor you pass
 #
 # The functional form, `F.embedding` (`F` is `torch.nn.functional`), does the same to any tensor you give it.
-# Its source shows how: `torch.embedding_renorm_` on `weight.detach()`, which is why the write bypasses autograd's checks (and, on a leaf that requires grad, is allowed where `leaf.add_(1)` would be refused: notebook 02, section 3).
+# Its source shows how: `torch.embedding_renorm_` on `weight.detach()`, a leaf that does not require grad, on the weight's memory.
+# That escapes one check: on a leaf that requires grad the write is allowed, where `leaf.mul_(0.2)` is refused (notebook 02, section 3).
+# It does not escape the version counter, which `.detach()` shares: the version moves, and a node that saved the leaf before the lookup makes `backward()` fail, as in section 2.
 
 # %%
 print(inspect.getsource(nn.functional._no_grad_embedding_renorm_))
@@ -576,6 +587,7 @@ assert table._version == 1 and torch.allclose(table[0], torch.tensor([0.6, 0.8])
 leaf = torch.tensor([[3.0, 4.0]], requires_grad=True)
 with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
     leaf.mul_(0.2)
+squares = (leaf * leaf).sum()  # MulBackward0 saves leaf at version 0
 nn.functional.embedding(torch.tensor([0]), leaf, max_norm=1.0)  # the same rescaling, allowed
 print(
     "leaf after nn.functional.embedding:",
@@ -586,6 +598,8 @@ print(
     leaf._version,
 )
 assert leaf._version == 1 and leaf.is_leaf
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    squares.backward()
 
 # %% [markdown]
 # ### Exercise 2 — fix the tied-weight language model (3 points)

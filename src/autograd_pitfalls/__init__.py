@@ -17,14 +17,17 @@ from autograd_pitfalls.passline import install as _install_pass_line
 from autograd_pitfalls.pitfalls import PITFALLS, explain
 from autograd_pitfalls.probe import probe_and_judge
 from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace
+from autograd_pitfalls.watch import CountedWrite, WatchWrites
 
 __all__ = [
     "PITFALLS",
+    "CountedWrite",
     "Finding",
     "InplaceLog",
     "InplaceWrite",
     "Report",
     "TensorSeen",
+    "WatchWrites",
     "assert_grad_close",
     "assert_is_leaf",
     "assert_version",

@@ -15,14 +15,14 @@ the ``AccumulateGrad`` nodes that write the leaves' ``.grad``.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import graphviz
 import torch
 
-from autograd_pitfalls.track import InplaceLog, InplaceWrite, latest_log
+from autograd_pitfalls.track import InplaceLog, InplaceWrite, _cell_name, latest_log
 from autograd_pitfalls.walk import (
     AutogradGraph,
     LeafInfo,
@@ -106,6 +106,7 @@ def draw(
     *tensors: torch.Tensor,
     names: Mapping[str, torch.Tensor] | None = None,
     writes: InplaceLog | None = None,
+    saved: Collection[str] | None = None,
 ) -> GraphDrawing:
     """Draws the backward graph below ``tensors``, with the tensors saved for backward.
 
@@ -124,6 +125,9 @@ def draw(
         names: Optional names for the boxes, for example ``{"w": w, "loss": loss}``.
         writes: The in-place writes to name lines from; by default those of the latest
             ``track_inplace()`` block.
+        saved: Draw only the saved tensors of these names (for example ``{"mat2"}``), to
+            keep a large graph to the part that matters; all of them when None. A node
+            that saved a stale tensor keeps its red border when the box is left out.
 
     Returns:
         The graph; a notebook cell that ends with it displays it. Without the ``dot``
@@ -134,14 +138,16 @@ def draw(
         >>> draw((a * a).sum(), names={"a": a})  # doctest: +SKIP
     """
     log = writes if writes is not None else latest_log()
-    return draw_graph(walk_graph(*tensors, names=names, writes=log))
+    return draw_graph(walk_graph(*tensors, names=names, writes=log), saved=saved)
 
 
-def draw_graph(graph: AutogradGraph) -> GraphDrawing:
+def draw_graph(graph: AutogradGraph, saved: Collection[str] | None = None) -> GraphDrawing:
     """Draws a graph already described by ``walk_graph`` (see :func:`draw` for the colours).
 
     Args:
         graph: The result of ``walk_graph``.
+        saved: The names of the saved tensors to draw (``"self"``, ``"mat2"``...); all
+            when None.
 
     Returns:
         The drawing.
@@ -150,7 +156,7 @@ def draw_graph(graph: AutogradGraph) -> GraphDrawing:
     for output in graph.outputs:
         _add_output(drawing, output)
     for node in graph.nodes:
-        _add_node(drawing, node)
+        _add_node(drawing, node, saved)
     return drawing
 
 
@@ -158,6 +164,7 @@ def to_dot(
     *tensors: torch.Tensor,
     names: Mapping[str, torch.Tensor] | None = None,
     writes: InplaceLog | None = None,
+    saved: Collection[str] | None = None,
 ) -> str:
     """Returns the DOT text of :func:`draw`'s graph; needs no ``dot`` program.
 
@@ -166,11 +173,12 @@ def to_dot(
         names: Optional names for the boxes, for example ``{"w": w, "loss": loss}``.
         writes: The in-place writes to name lines from; by default those of the latest
             ``track_inplace()`` block.
+        saved: Draw only the saved tensors of these names; all of them when None.
 
     Returns:
         The graph in the DOT language, the same text for the same graph every time.
     """
-    return draw(*tensors, names=names, writes=writes).source
+    return draw(*tensors, names=names, writes=writes, saved=saved).source
 
 
 def _add_output(drawing: graphviz.Digraph, output: OutputInfo) -> None:
@@ -191,13 +199,14 @@ def _add_output(drawing: graphviz.Digraph, output: OutputInfo) -> None:
         drawing.node(output.id, label, **_CUT)
 
 
-def _add_node(drawing: graphviz.Digraph, node: NodeInfo) -> None:
+def _add_node(drawing: graphviz.Digraph, node: NodeInfo, shown: Collection[str] | None) -> None:
     stale = any(saved.state == "stale" for saved in node.saved)
     drawing.node(node.id, _label(node.name), **(_OP_STALE if stale else _OP))
     if node.leaf is not None:
         _add_leaf(drawing, node.leaf)
     for saved in node.saved:
-        _add_saved(drawing, saved)
+        if shown is None or saved.attribute in shown:
+            _add_saved(drawing, saved)
     for next_id in node.edges:
         drawing.edge(node.id, next_id)
 
@@ -248,14 +257,21 @@ def _versions(saved: SavedTensorInfo) -> str:
 
 
 def _modified(write: InplaceWrite | None) -> list[str]:
-    """How a stale box names the write: the op, then file:line and the code when known."""
+    """How a stale box names the write: the op, file:line, then the code on its own line.
+
+    The code gets a line of its own so that the box stays narrow: a wide box pushes the
+    whole drawing past a notebook's width.
+    """
     if write is None:
         return ["modified in place"]
     code = write.code
     if len(code) > _CODE_WIDTH:
         code = code[: _CODE_WIDTH - 1] + "…"
-    where = f"{Path(write.filename).name}:{write.lineno}"
-    return [f"modified in place by {write.op}", f"at {where}: {code}" if code else f"at {where}"]
+    cell = _cell_name(write.filename)  # "Cell In[16]" in a notebook, as diagnose says
+    in_file = f"{Path(write.filename).name}:{write.lineno}"
+    where = f"{cell}, line {write.lineno}" if cell else in_file
+    lines = [f"modified in place by {write.op}", f"at {where}:" if code else f"at {where}"]
+    return [*lines, code] if code else lines
 
 
 def _shape(shape: tuple[int, ...], dtype: torch.dtype | None) -> str:
