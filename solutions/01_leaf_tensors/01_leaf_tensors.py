@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    TensorSeen,
     assert_grad_close,
     assert_is_leaf,
     compare,
@@ -32,7 +33,9 @@ from autograd_pitfalls import (
     draw,
     expect_error,
     expect_warning,
+    explain,
     on_meta,
+    probe_and_judge,
 )
 
 print(f"torch {torch.__version__}")
@@ -272,9 +275,50 @@ def _plain_predictions(answer: object) -> dict[str, dict[str, bool]]:
 predictions = _plain_predictions(predict_snippet())
 for device in devices():
     _check_predictions(predictions, _snippet_truth(device), ["x", "w", "loss"])
+
+
 ### BEGIN HIDDEN TESTS
-for device in devices():
-    _check_predictions(predictions, _snippet_truth(device), sorted(predictions))
+def hidden_cases(rng):
+    """The snippet has no inputs: one case, the eight names it defines."""
+    return [{"names": ["x", "w", "p", "m", "h", "s", "d", "loss"]}]
+
+
+def observe(case):
+    """Copies predict_snippet()'s answer into plain data: its types, names, keys and values."""
+    from collections.abc import Mapping
+
+    answer = predict_snippet()
+    if not isinstance(answer, Mapping):
+        return {"type": type(answer).__name__, "rows": None}
+    rows = []
+    for name, row in dict(answer).items():
+        items = list(map(list, dict(row).items())) if isinstance(row, Mapping) else None
+        rows.append({"name": name, "type": type(row).__name__, "items": items})
+    return {"type": type(answer).__name__, "rows": rows}
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """The checks of _plain_predictions, then every name against the snippet run here."""
+    assert seen["rows"] is not None, f"return a dict, not {seen['type']}"
+    plain = {}
+    for row in seen["rows"]:
+        name = row["name"]
+        assert row["items"] is not None, f"{name}: use a dict, not {row['type']}"
+        plain[name] = {key: value for key, value in row["items"]}
+        assert set(plain[name]) == {"is_leaf", "has_grad_fn", "has_grad"}, (
+            f"{name}: keys {sorted(plain[name])}"
+        )
+        assert all(type(value) is bool for value in plain[name].values()), f"{name}: use True/False"
+    assert set(plain) == set(case["names"]), sorted(plain)
+    for device in devices():
+        snippet = _snippet_truth(device)
+        _check_predictions(plain, snippet, ["x", "w", "loss"])
+        _check_predictions(plain, snippet, sorted(plain))
+
+
+### END JUDGE
+probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -347,16 +391,6 @@ class _CountedLoss:
         return self.loss_fn(hidden)
 
 
-def _reference_grads(
-    x: torch.Tensor, w: torch.Tensor, loss_fn
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The gradients from a graph built here, on a fresh copy of w."""
-    w_copy = w.detach().clone().requires_grad_()
-    hidden = torch.tanh(x @ w_copy)
-    (dhidden, dw) = torch.autograd.grad(loss_fn(hidden), [hidden, w_copy])
-    return dhidden, dw
-
-
 def _check_grads(x, w, loss_fn, expected_dhidden, expected_dw, atol=1e-6) -> None:
     counted = _CountedLoss(loss_fn)
     dhidden, w_grad = hidden_and_weight_grads(x, w, counted)
@@ -383,21 +417,111 @@ on_meta(
     squared_sum,
     name="hidden_and_weight_grads(x, w, squared_sum)",
 )
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(2)
-for device in devices():
-    for n, k, m in [(5, 3, 2), (1, 4, 1), (3, 2, 6)]:
-        x = torch.randn(n, k, generator=generator).to(device)
-        weights = torch.randn(n, m, generator=generator).to(device)
-        losses = [
-            squared_sum,
-            lambda hidden, weights=weights: (hidden * weights).sum(),
-            lambda hidden: torch.logsumexp(hidden.flatten() * 3.0, dim=0),
-        ]
-        for loss_fn in losses:
-            w = torch.randn(k, m, generator=generator).to(device).requires_grad_()
-            expected_dhidden, expected_dw = _reference_grads(x, w, loss_fn)
-            _check_grads(x, w, loss_fn, expected_dhidden, expected_dw, atol=1e-5)
+def hidden_cases(rng):
+    """The example with squared_sum and cubed_sum, then random inputs, dtypes and losses."""
+    example = {"x": torch.tensor([[1.0, 0.0]]), "w": torch.tensor([[0.5], [2.0]]), "weights": None}
+    cases = [{**example, "loss": loss} for loss in ("squared_sum", "cubed_sum")]
+    for n, k, m, dtype in [
+        (5, 3, 2, torch.float32),
+        (1, 4, 1, torch.float32),
+        (3, 2, 6, torch.float32),
+        (4, 3, 2, torch.float64),
+    ]:
+        x = torch.randn(n, k, generator=rng, dtype=dtype)
+        weights = torch.randn(n, m, generator=rng, dtype=dtype)
+        for loss in ("squared_sum", "weighted_sum", "logsumexp"):
+            w = torch.randn(k, m, generator=rng, dtype=dtype)
+            cases.append({"x": x, "w": w, "weights": weights, "loss": loss})
+    return cases
+
+
+def hidden_loss(case):
+    """The case's loss, a function of hidden (its weights follow hidden's device)."""
+    weights = case["weights"]
+    losses = {
+        "squared_sum": lambda hidden: (hidden**2).sum(),
+        "cubed_sum": lambda hidden: (hidden**3).sum(),
+        "weighted_sum": lambda hidden: (hidden * weights.to(hidden.device)).sum(),
+        "logsumexp": lambda hidden: torch.logsumexp(hidden.flatten() * 3.0, dim=0),
+    }
+    return losses[case["loss"]]
+
+
+def observe(case):
+    """Calls the answer on every device with a counted loss, then on meta."""
+    seen = {}
+    for device in devices():
+        x = case["x"].to(device)
+        w = case["w"].clone().to(device).requires_grad_()
+        counted = _CountedLoss(hidden_loss(case))
+        dhidden, returned = hidden_and_weight_grads(x, w, counted)
+        seen[device.type] = {
+            "calls": counted.calls, "dhidden": dhidden, "w_grad": w.grad, "returned": returned,
+        }  # fmt: skip
+    try:
+        on_meta(
+            hidden_and_weight_grads,
+            case["x"],
+            case["w"].clone().requires_grad_(),
+            hidden_loss(case),
+            name=f"hidden_and_weight_grads(x, w, {case['loss']})",
+        )
+        seen["meta"] = None
+    except AssertionError as error:
+        seen["meta"] = str(error)
+    return seen
+
+
+### BEGIN JUDGE
+def _reference_grads(
+    x: torch.Tensor, w: torch.Tensor, loss_fn
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradients from a graph built here, on a fresh copy of w."""
+    w_copy = w.detach().clone().requires_grad_()
+    hidden = torch.tanh(x @ w_copy)
+    (dhidden, dw) = torch.autograd.grad(loss_fn(hidden), [hidden, w_copy])
+    return dhidden, dw
+
+
+def _assert_seen_grad(seen, expected, *, name, device, atol) -> None:
+    """assert_grad_close on what the probe saw: a plain tensor, on the run's device."""
+    if isinstance(seen, TensorSeen):
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name, atol=atol)
+
+
+def judge(seen, case):
+    """One forward pass; both gradients against autograd's, here; the second value is w.grad."""
+    dhidden, dw = _reference_grads(case["x"], case["w"], hidden_loss(case))
+    atol = 1e-5 if case["x"].dtype == torch.float32 else 1e-10
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        assert run["calls"] == 1, f"loss_fn was called {run['calls']} times: one forward pass"
+        _assert_seen_grad(
+            run["dhidden"], dhidden, name="d loss / d hidden", device=device, atol=atol
+        )
+        _assert_seen_grad(run["w_grad"], dw, name="w.grad", device=device, atol=atol)
+        returned, w_grad = run["returned"], run["w_grad"]
+        assert (
+            isinstance(returned, TensorSeen)
+            and returned.device == w_grad.device
+            and returned.shape == w_grad.shape
+            and torch.equal(returned.values, w_grad.values)
+        ), "the second value returned should be w.grad"
+    assert seen["meta"] is None, seen["meta"]
+
+
+### END JUDGE
+probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -563,18 +687,139 @@ parameter, grad = on_meta(
     scaled_parameter_grad, torch.ones(3), 2.0, squared_sum, name="scaled_parameter_grad"
 )
 assert isinstance(parameter, nn.Parameter) and parameter.is_leaf, "return the leaf nn.Parameter"
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(3)
-for device in devices():
-    for shape, scale in [((2, 3), -0.5), ((5,), 3.0), ((1,), 1.0)]:
-        values = torch.randn(shape, generator=generator).to(device)
-        weights = torch.randn(shape, generator=generator).to(device)
-        _check_parameter_grad(values, scale, squared_sum, 2 * scale**2 * values)
-        # loss = sum(weights * scale * p): the gradient is scale * weights, whatever p is.
-        weighted = lambda scaled, weights=weights: (weights * scaled).sum()  # noqa: E731
-        _check_parameter_grad(values, scale, weighted, scale * weights)
-        # loss = sum((scale * p) ** 3): the gradient is 3 scale³ p².
-        _check_parameter_grad(values, scale, cubed_sum, 3 * scale**3 * values**2)
+def hidden_cases(rng):
+    """The example, then random values (several shapes, both dtypes), scales and losses."""
+    cases = [
+        {"values": torch.tensor([1.0, -2.0, 3.0]), "scale": 2.0, "loss": "squared_sum",
+         "weights": None}
+    ]  # fmt: skip
+    for shape, scale, dtype in [
+        ((2, 3), -0.5, torch.float32),
+        ((5,), 3.0, torch.float32),
+        ((1,), 1.0, torch.float32),
+        ((3, 2), 1.5, torch.float64),
+    ]:
+        values = torch.randn(shape, generator=rng, dtype=dtype)
+        weights = torch.randn(shape, generator=rng, dtype=dtype)
+        cases += [
+            {"values": values, "scale": scale, "loss": loss, "weights": weights}
+            for loss in ("squared_sum", "weighted_sum", "cubed_sum")
+        ]
+    return cases
+
+
+def hidden_loss(case):
+    """The case's loss, a function of scale * parameter (its weights follow the device)."""
+    weights = case["weights"]
+    losses = {
+        "squared_sum": lambda scaled: (scaled**2).sum(),
+        "weighted_sum": lambda scaled: (weights.to(scaled.device) * scaled).sum(),
+        "cubed_sum": lambda scaled: (scaled**3).sum(),
+    }
+    return losses[case["loss"]]
+
+
+def observe(case):
+    """Calls the answer on every device, then on meta; reads the Parameter and its .grad."""
+    seen = {}
+    for device in devices():
+        values = case["values"].clone().to(device)
+        parameter, returned = scaled_parameter_grad(values, case["scale"], hidden_loss(case))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns
+            grad = parameter.grad if isinstance(parameter, torch.Tensor) else None
+        seen[device.type] = {
+            "parameter": parameter, "grad": grad, "returned": returned, "values": values,
+        }  # fmt: skip
+    try:
+        result = on_meta(
+            scaled_parameter_grad,
+            case["values"],
+            case["scale"],
+            hidden_loss(case),
+            name="scaled_parameter_grad",
+        )
+        seen["meta"] = {"failure": None, "result": result}
+    except AssertionError as error:
+        seen["meta"] = {"failure": str(error), "result": None}
+    return seen
+
+
+### BEGIN JUDGE
+def _expected_grad(case):
+    """d loss / d parameter, by hand: the loss is a function of scale * parameter."""
+    values, scale = case["values"], case["scale"]
+    if case["loss"] == "squared_sum":
+        return 2 * scale**2 * values
+    if case["loss"] == "weighted_sum":
+        return scale * case["weights"]  # whatever the parameter holds
+    return 3 * scale**3 * values**2  # cubed_sum
+
+
+def _assert_seen_leaf(seen, name) -> None:
+    """assert_is_leaf on what the probe saw."""
+    assert isinstance(seen, TensorSeen), (
+        f"{name} should be a tensor, got {getattr(seen, 'cls', type(seen).__name__)}."
+    )
+    assert seen.cls in ("Tensor", "Parameter"), (
+        f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+    )
+    not_a_leaf = f"{name} is not a leaf: it has grad_fn=<{seen.grad_fn}>. "
+    assert seen.is_leaf, not_a_leaf + explain("not-a-leaf")
+    assert seen.requires_grad, f"{name} does not require grad. " + explain("no-requires-grad")
+
+
+def _assert_seen_grad(seen, expected, *, name, device) -> None:
+    """assert_grad_close on what the probe saw: a plain tensor, on the run's device."""
+    if isinstance(seen, TensorSeen):
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name)
+
+
+def judge(seen, case):
+    """A leaf Parameter on values' device, still holding values, whose .grad is returned."""
+    values = case["values"]
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        parameter = run["parameter"]
+        _assert_seen_leaf(parameter, "the returned parameter")
+        assert parameter.cls == "Parameter", f"return the nn.Parameter, not a {parameter.cls}"
+        assert parameter.device_type == device, f"the Parameter is on {parameter.device}"
+        assert torch.equal(run["values"].values, values), "values was modified"
+        assert parameter.shape == values.shape and torch.equal(parameter.values, values), (
+            "the Parameter should still hold values"
+        )
+        _assert_seen_grad(run["grad"], _expected_grad(case), name="parameter.grad", device=device)
+        returned, grad = run["returned"], run["grad"]
+        assert (
+            isinstance(returned, TensorSeen)
+            and returned.device == grad.device
+            and returned.shape == grad.shape
+            and torch.equal(returned.values, grad.values)
+        ), "return parameter.grad, the gradient stored on the Parameter"
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    result = meta["result"]
+    assert isinstance(result, list) and len(result) == 2, (
+        "return (parameter, parameter.grad), also on meta"
+    )
+    parameter = result[0]
+    assert (
+        isinstance(parameter, TensorSeen) and parameter.cls == "Parameter" and parameter.is_leaf
+    ), "return the leaf nn.Parameter"
+
+
+### END JUDGE
+probe_and_judge("q3", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -728,23 +973,122 @@ for device in devices():
     param = nn.Parameter(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=device))
     _check_zero_tail(param, 2, torch.ones(5, device=device))
 on_meta(zero_tail, nn.Parameter(torch.ones(5)), 2, name="zero_tail(param, 2)")
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(4)
-for device in devices():
-    for size, k, dtype in [(10, 4, torch.float32), (7, 1, torch.float64), (6, 6, torch.float32)]:
-        values = torch.randn(size, generator=generator, dtype=dtype).to(device)
-        weights = torch.randn(size, generator=generator, dtype=dtype).to(device)
-        _check_zero_tail(nn.Parameter(values), k, weights)
-    _check_zero_tail(
-        nn.Parameter(torch.randn(5, generator=generator).to(device)),
-        0,
-        torch.ones(5, device=device),
+def hidden_cases(rng):
+    """The example, then random values (both dtypes), weights and k, k = 0 and k = len."""
+    cases = [{"values": torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), "k": 2, "weights": torch.ones(5)}]
+    drawn_size = int(torch.randint(2, 12, (), generator=rng))
+    drawn_k = int(torch.randint(0, drawn_size + 1, (), generator=rng))
+    shapes = [(10, 4, torch.float32), (7, 1, torch.float64), (6, 6, torch.float32)]
+    shapes.append((drawn_size, drawn_k, torch.float64))
+    for size, k, dtype in shapes:
+        values = torch.randn(size, generator=rng, dtype=dtype)
+        weights = torch.randn(size, generator=rng, dtype=dtype)
+        cases.append({"values": values, "k": k, "weights": weights})
+    cases.append({"values": torch.randn(5, generator=rng), "k": 0, "weights": torch.ones(5)})
+    return cases
+
+
+def _first_line(error):
+    return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:160]}"
+
+
+def observe(case):
+    """Calls zero_tail on every device: backpropagates, writes into a result; then on meta."""
+    seen = {}
+    k, weights = case["k"], case["weights"]
+    for device in devices():
+        param = nn.Parameter(case["values"].clone().to(device))
+        result = zero_tail(param, k)
+        run = {"result": result, "param_after_call": param.detach().clone()}
+        seen[device.type] = run
+        if not isinstance(result, torch.Tensor):
+            continue
+        run["result_values"] = result.detach().clone()
+        run["backward_error"] = run["write_error"] = None
+        if result.requires_grad:
+            try:
+                (result * weights.to(device)).sum().backward()
+            except Exception as error:
+                run["backward_error"] = _first_line(error)
+        run["grad"] = param.grad
+        try:
+            with torch.no_grad():
+                zero_tail(param, k).fill_(123.0)  # someone writes into the result
+        except Exception as error:
+            run["write_error"] = _first_line(error)
+        run["param_after_write"] = param.detach().clone()
+    try:
+        result = on_meta(zero_tail, nn.Parameter(case["values"]), k, name=f"zero_tail(param, {k})")
+        seen["meta"] = {"failure": None, "result": result}
+    except AssertionError as error:
+        seen["meta"] = {"failure": str(error), "result": None}
+    return seen
+
+
+### BEGIN JUDGE
+def _assert_seen_grad(seen, expected, *, name, device) -> None:
+    """assert_grad_close on what the probe saw: a plain tensor, on the run's device."""
+    if isinstance(seen, TensorSeen):
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name)
+
+
+def judge(seen, case):
+    """Values; param unchanged, also after a write into the result; the gradient; device, dtype."""
+    values, k = case["values"], case["k"]
+    kept = values.clone()
+    kept[k:] = 0
+    weights = case["weights"].clone()
+    weights[k:] = 0  # d loss / d param_i = weights_i where kept, 0 where zeroed
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        result = run["result"]
+        assert isinstance(result, TensorSeen), (
+            f"return a tensor, not {getattr(result, 'cls', type(result).__name__)}"
+        )
+        assert result.dtype == values.dtype, (
+            f"the result is {result.dtype}, param is {values.dtype}"
+        )
+        assert result.shape == values.shape, (
+            f"shape {tuple(result.shape)}, expected {tuple(values.shape)}"
+        )
+        assert result.device_type == device, (
+            f"the result is on {result.device}, param on {device}. " + explain("wrong-device")
+        )
+        assert torch.equal(run["result_values"].values, kept), f"expected {kept.tolist()}"
+        assert torch.equal(run["param_after_call"].values, values), "param was modified"
+        assert result.requires_grad and result.grad_fn is not None, (
+            "the result has left the graph (no grad_fn), so no gradient can reach param: "
+            ".detach(), .data and torch.no_grad() cut the graph; clone() keeps it."
+        )
+        assert run["backward_error"] is None, f"backward() raised {run['backward_error']}"
+        _assert_seen_grad(run["grad"], weights, name="param.grad", device=device)
+        assert run["write_error"] is None, f"writing into the result raised {run['write_error']}"
+        assert torch.equal(run["param_after_write"].values, values), (
+            "writing into the result changed param: it shares param's memory "
+            "(a slice or a view); give it its own memory with clone()."
+        )
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    result = meta["result"]
+    assert isinstance(result, TensorSeen), "on meta, zero_tail should return a tensor"
+    assert result.dtype == values.dtype and result.shape == values.shape, (
+        f"on meta, zero_tail returned {result.dtype}, shape {tuple(result.shape)}; "
+        f"param was {values.dtype}, shape {tuple(values.shape)}"
     )
-for size, k, dtype in [(9, 3, torch.float64), (4, 0, torch.float32)]:
-    result = on_meta(zero_tail, nn.Parameter(torch.ones(size, dtype=dtype)), k, name="zero_tail")
-    assert result.dtype == dtype and result.shape == (size,), (
-        f"{result.dtype}, {tuple(result.shape)}"
-    )
+
+
+### END JUDGE
+probe_and_judge("q4", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -969,22 +1313,131 @@ for device in devices():
     _check_weight(torch.arange(6.0), 2, 3, device, torch.float64, x)
     _check_weight(torch.arange(6.0), 2, 3, device, torch.float32, x)
 _check_weight(torch.arange(6.0), 2, 3, torch.device("meta"), torch.float32, None)
+
+
 ### BEGIN HIDDEN TESTS
-for device in devices():
-    for rows, cols, dtype in [(3, 4, torch.float32), (1, 5, torch.float64), (5, 1, torch.float32)]:
-        flat = torch.randn(rows * cols, generator=generator)
-        _check_weight(
-            flat, rows, cols, device, dtype, torch.randn(3, rows, generator=generator).to(device)
+def hidden_cases(rng):
+    """The example in both dtypes and on meta, then random checkpoints, shapes and inputs."""
+    x = torch.randn(4, 2, generator=rng)
+    cases = [
+        {"flat": torch.arange(6.0), "rows": 2, "cols": 3, "dtype": dtype, "x": x, "meta": False}
+        for dtype in (torch.float64, torch.float32)
+    ]
+    cases.append(
+        {"flat": torch.arange(6.0), "rows": 2, "cols": 3, "dtype": torch.float32, "x": None,
+         "meta": True}
+    )  # fmt: skip
+    drawn_rows, drawn_cols = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
+    for rows, cols, dtype in [
+        (3, 4, torch.float32),
+        (1, 5, torch.float64),
+        (5, 1, torch.float32),
+        (drawn_rows, drawn_cols, torch.float64),
+    ]:
+        flat = torch.randn(rows * cols, generator=rng)
+        x = torch.randn(3, rows, generator=rng)
+        cases.append(
+            {"flat": flat, "rows": rows, "cols": cols, "dtype": dtype, "x": x, "meta": False}
         )
-    module = nn.Module()
-    module.weight = weight_from_checkpoint(
-        torch.randn(12, generator=generator), 3, 4, device, torch.float32
+    for dtype in (torch.float32, torch.float64):
+        flat = torch.randn(6, generator=rng)
+        cases.append({"flat": flat, "rows": 3, "cols": 2, "dtype": dtype, "x": None, "meta": True})
+    return cases
+
+
+def _first_line(error):
+    return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:160]}"
+
+
+def observe(case):
+    """Loads the weight on every device (or on meta), registers it, trains it one step."""
+    seen = {}
+    places = [torch.device("meta")] if case["meta"] else devices()
+    for device in places:
+        flat = case["flat"].clone()
+        weight = weight_from_checkpoint(flat, case["rows"], case["cols"], device, case["dtype"])
+        run = {"weight": weight}
+        seen[device.type] = run
+        if device.type == "meta" or not isinstance(weight, torch.Tensor):
+            continue
+        module = nn.Module()
+        module.weight = weight
+        run["registered"] = [name for name, _ in module.named_parameters()]
+        run["values"] = weight.detach().clone()
+        run["backward_error"] = run["step_error"] = None
+        try:
+            (case["x"].to(device, case["dtype"]) @ weight).sum().backward()
+        except Exception as error:
+            run["backward_error"] = _first_line(error)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns
+            run["grad"] = weight.grad
+        try:
+            with torch.no_grad():
+                weight.add_(1.0)  # one optimiser step
+        except Exception as error:
+            run["step_error"] = _first_line(error)
+        run["flat_after"] = flat
+    return seen
+
+
+### BEGIN JUDGE
+def _assert_seen_leaf(seen, name) -> None:
+    """assert_is_leaf on what the probe saw."""
+    assert isinstance(seen, TensorSeen), (
+        f"{name} should be a tensor, got {getattr(seen, 'cls', type(seen).__name__)}."
     )
-    assert [name for name, _ in module.named_parameters()] == ["weight"], (
-        "a module does not register the weight: it is not an nn.Parameter"
+    assert seen.cls in ("Tensor", "Parameter"), (
+        f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
     )
-for dtype in [torch.float32, torch.float64]:
-    _check_weight(torch.randn(6, generator=generator), 3, 2, torch.device("meta"), dtype, None)
+    not_a_leaf = f"{name} is not a leaf: it has grad_fn=<{seen.grad_fn}>. "
+    assert seen.is_leaf, not_a_leaf + explain("not-a-leaf")
+    assert seen.requires_grad, f"{name} does not require grad. " + explain("no-requires-grad")
+
+
+def _assert_seen_grad(seen, expected, *, name, device) -> None:
+    """assert_grad_close on what the probe saw: a plain tensor, on the run's device."""
+    if isinstance(seen, TensorSeen):
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name)
+
+
+def judge(seen, case):
+    """A leaf Parameter of the right shape, device, dtype and values, trained without the
+    checkpoint changing; on meta, without values."""
+    rows, cols, dtype = case["rows"], case["cols"], case["dtype"]
+    assert ("meta" if case["meta"] else "cpu") in seen, "the tests saw no run"
+    for device, run in seen.items():
+        weight = run["weight"]
+        _assert_seen_leaf(weight, "weight_from_checkpoint(...)")
+        assert weight.cls == "Parameter", f"return an nn.Parameter, not a {weight.cls}"
+        assert weight.shape == (rows, cols), f"shape {weight.shape}, expected {(rows, cols)}"
+        assert weight.device_type == device, f"the weight is on {weight.device}"
+        assert weight.dtype == dtype, f"the weight is {weight.dtype}, expected {dtype}"
+        if device == "meta":
+            continue  # no values on meta
+        assert run["registered"] == ["weight"], (
+            "a module does not register the weight: it is not an nn.Parameter"
+        )
+        values = case["flat"].view(rows, cols).to(dtype)
+        assert torch.equal(run["values"].values, values), f"values {run['values'].values.tolist()}"
+        assert run["backward_error"] is None, f"backward() raised {run['backward_error']}"
+        # By hand: d/dW[i, j] of sum_{n, j} (x @ W)[n, j] is sum_n x[n, i].
+        grad = case["x"].to(dtype).sum(0).unsqueeze(1).expand(rows, cols)
+        _assert_seen_grad(run["grad"], grad, name="weight.grad", device=device)
+        assert run["step_error"] is None, f"the optimiser step raised {run['step_error']}"
+        assert torch.equal(run["flat_after"].values, case["flat"]), (
+            "training the weight changed the checkpoint: they share memory (.to() returns the "
+            "tensor itself when nothing changes); copy it."
+        )
+
+
+### END JUDGE
+probe_and_judge("q5", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
