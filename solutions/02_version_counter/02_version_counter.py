@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    TensorSeen,
     WatchWrites,
     assert_grad_close,
     assert_is_leaf,
@@ -27,7 +28,9 @@ from autograd_pitfalls import (
     draw,
     expect_error,
     expect_warning,
+    explain,
     on_meta,
+    probe_and_judge,
     track_inplace,
 )
 
@@ -522,18 +525,77 @@ assert predictions["head"] == truth["head"], (
     f"head._version is {truth['head']}, you predicted {predictions['head']}: "
     "a view shares its base's version counter (section 2)."
 )
+
+
 ### BEGIN HIDDEN TESTS
-for key in ("a", "b", "c"):
-    assert type(predictions[key]) is int, f"predictions[{key!r}] should be an int"
-    assert predictions[key] == truth[key], (
-        f"{key}._version is {truth[key]}, you predicted {predictions[key]}: "
-        "count the in-place writes to the tensor and to its views (section 2)."
+def hidden_cases(rng):
+    """One case: the code of Exercise 1 has no inputs to draw."""
+    return [{"exercise": 1}]
+
+
+def observe(case):
+    """Calls predict_versions(); returns whether it is a dict, its keys, values and their types."""
+    predictions = predict_versions()
+    if not isinstance(predictions, dict):
+        return {"is_dict": False}
+    predictions = dict(predictions)
+    named = {key: value for key, value in predictions.items() if type(key) is str}
+    return {
+        "is_dict": True,
+        "keys": [key if type(key) is str else repr(key) for key in predictions],
+        "values": named,
+        "types": {key: type(value).__name__ for key, value in named.items()},
+    }
+
+
+### BEGIN JUDGE
+def _versions_of_exercise_1():
+    """Runs the code of Exercise 1 here: each tensor's _version, and whether backward raises."""
+    x = torch.ones(3, requires_grad=True)
+    a = x * 2
+    head = a[:2]
+    head.mul_(3)
+    b = a.exp()
+    c = a + 1
+    c.mul_(2)
+    loss = (b * c).sum()
+    a.add_(1)
+    truth = {"a": a._version, "head": head._version, "b": b._version, "c": c._version}
+    try:
+        loss.backward()
+        truth["backward_raises"] = False
+    except RuntimeError:
+        truth["backward_raises"] = True
+    return truth
+
+
+def judge(seen, case):
+    """The predictions against the versions of the code run here; ints and a bool."""
+    truth = _versions_of_exercise_1()
+    assert seen["is_dict"], "predict_versions() should return a dict"
+    assert set(seen["keys"]) == set(truth), (
+        f"expected the keys a, head, b, c, backward_raises; got {sorted(seen['keys'])}"
     )
-assert type(predictions["backward_raises"]) is bool, "backward_raises should be a bool"
-assert predictions["backward_raises"] == truth["backward_raises"], (
-    f"loss.backward() {'raises' if truth['backward_raises'] else 'does not raise'}: "
-    "only tensors some node saved are checked; exp saves its output (section 5)."
-)
+    predictions, types = seen["values"], seen["types"]
+    assert predictions["head"] == truth["head"], (
+        f"head._version is {truth['head']}, you predicted {predictions['head']}: "
+        "a view shares its base's version counter (section 2)."
+    )
+    for key in ("head", "a", "b", "c"):
+        assert types[key] == "int", f"predictions[{key!r}] should be an int"
+        assert predictions[key] == truth[key], (
+            f"{key}._version is {truth[key]}, you predicted {predictions[key]}: "
+            "count the in-place writes to the tensor and to its views (section 2)."
+        )
+    assert types["backward_raises"] == "bool", "backward_raises should be a bool"
+    assert predictions["backward_raises"] == truth["backward_raises"], (
+        f"loss.backward() {'raises' if truth['backward_raises'] else 'does not raise'}: "
+        "only tensors some node saved are checked; exp saves its output (section 5)."
+    )
+
+
+### END JUDGE
+probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -762,42 +824,142 @@ assert isinstance(loss, torch.Tensor), "return the loss as a tensor"
 assert centred.shape == (3, 4), (
     f"the centred h should have shape (3, 4), got {tuple(centred.shape)}"
 )
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(2)
-for device in devices():
-    for n, m, k in [(3, 5, 2), (1, 4, 3), (6, 2, 4)]:
-        x = (torch.randn(n, m, generator=generator) + 1.0).to(device)  # nonzero column means
-        w_start = torch.randn(m, k, generator=generator).to(device)
-        w = w_start.clone().requires_grad_(True)
-        loss, centred = loss_and_centred(x, w)
-        h = x @ w_start
-        assert torch.allclose(torch.as_tensor(loss).to(device), (h**2).mean(), atol=1e-5), (
+def hidden_cases(rng):
+    """The visible examples, then random x (nonzero column means) and w, float32 and float64."""
+    cases = [
+        {"x": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "w": torch.eye(2), "visible": True},
+        {"x": torch.ones(3, 2), "w": torch.ones(2, 4), "visible": True},  # the one on meta
+        {"x": torch.ones(2, 3), "w": torch.ones(3, 2), "visible": False},
+    ]
+    shapes = [(3, 5, 2), (1, 4, 3), (6, 2, 4), (4, 3, 2)]
+    for n, m, k, dtype in [(*shape, torch.float32) for shape in shapes] + [
+        (4, 3, 2, torch.float64)
+    ]:
+        x = torch.randn(n, m, generator=rng, dtype=dtype) + 1.0
+        w = torch.randn(m, k, generator=rng, dtype=dtype)
+        cases.append({"x": x, "w": w, "visible": False})
+    return cases
+
+
+def run_loss_and_centred(x, w):
+    """Calls loss_and_centred(x, w); returns its two results and what became of w and x."""
+    loss, centred = loss_and_centred(x, w)
+    return loss, centred, {"w": w, "w_grad": w.grad, "x_grad": x.grad}
+
+
+def observe(case):
+    """On every device and on meta: x as given, then x a leaf that requires grad too."""
+    seen = {}
+    for device in devices():
+        for label, x_requires_grad in (("", False), (" x_leaf", True)):
+            x = case["x"].to(device, copy=True).requires_grad_(x_requires_grad)
+            w = case["w"].to(device, copy=True).requires_grad_(True)
+            loss, centred, after = run_loss_and_centred(x, w)
+            seen[device.type + label] = {"loss": loss, "centred": centred, **after}
+    for label, x_requires_grad in (("", False), (" x_leaf", True)):
+        try:
+            loss, centred, after = on_meta(
+                run_loss_and_centred,
+                case["x"].clone().requires_grad_(x_requires_grad),
+                case["w"].clone().requires_grad_(True),
+                name="loss_and_centred(...)",
+            )
+            seen["meta" + label] = {"failure": None, "loss": loss, "centred": centred, **after}
+        except AssertionError as error:
+            seen["meta" + label] = {"failure": str(error)}
+    return seen
+
+
+### BEGIN JUDGE
+def _grad_close(seen, expected, name, device, atol):
+    """assert_grad_close on what the probe saw: its class and device, then its values."""
+    if seen is not None:
+        assert isinstance(seen, TensorSeen), f"{name} should be a tensor, got {seen!r}."
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.values is not None, f"{name}: its values could not be read ({seen.dtype})"
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name, atol=atol)
+
+
+def _tensor_on(seen, name, device, dtype):
+    """Asserts a plain tensor on ``device`` with ``dtype``; returns its values."""
+    assert isinstance(seen, TensorSeen), f"return the {name} as a tensor"
+    assert seen.cls in ("Tensor", "Parameter"), (
+        f"the {name} should be a torch.Tensor, not the subclass {seen.cls}."
+    )
+    assert seen.device_type == device, (
+        f"the {name} is on {seen.device}, the inputs on {device}. " + explain("wrong-device")
+    )
+    assert seen.dtype == dtype, (
+        f"keep the inputs' dtype ({str(dtype).removeprefix('torch.')} here); "
+        f"the {name} is {seen.dtype}. " + explain("wrong-dtype")
+    )
+    return seen.values
+
+
+def _leaf(seen, name):
+    """assert_is_leaf on what the probe saw."""
+    assert isinstance(seen, TensorSeen), f"{name} should be a tensor, got {seen!r}."
+    assert seen.cls in ("Tensor", "Parameter"), (
+        f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+    )
+    assert seen.is_leaf, f"{name} is not a leaf: it has grad_fn=<{seen.grad_fn}>. " + explain(
+        "not-a-leaf"
+    )
+    assert seen.requires_grad, f"{name} does not require grad. " + explain("no-requires-grad")
+
+
+def judge(seen, case):
+    """Loss, w.grad and x.grad against the hand derivation; the centred h; w unchanged; meta."""
+    x, w = case["x"], case["w"]
+    h = x @ w
+    grad_h = 2 * h / h.numel()  # d mean(h²) / dh
+    loss, centred = (h**2).mean(), h - h.mean(dim=0)
+    atol = 1e-5 if x.dtype == torch.float32 and not case["visible"] else 1e-6
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for label, run in seen.items():
+        device = label.split()[0]
+        if device == "meta":
+            assert run["failure"] is None, run["failure"]
+            _tensor_on(run["loss"], "loss", "meta", x.dtype)
+            _tensor_on(run["centred"], "centred h", "meta", x.dtype)
+            assert run["centred"].shape == tuple(centred.shape), (
+                f"the centred h should have shape {tuple(centred.shape)}, "
+                f"got {run['centred'].shape}"
+            )
+            continue
+        seen_loss = _tensor_on(run["loss"], "loss", device, x.dtype)
+        assert seen_loss.numel() == 1, f"the loss should be one number, got {seen_loss.tolist()}"
+        if case["visible"]:
+            assert abs(float(seen_loss) - float(loss)) < 1e-5, (
+                f"the loss should be {float(loss):g}, got {float(seen_loss)}"
+            )
+        assert torch.allclose(seen_loss.reshape(()), loss, atol=1e-5), (
             "the loss should be computed from the original h = x @ w"
         )
-        assert_grad_close(w.grad, x.T @ (2 * h / h.numel()), name="w.grad", atol=1e-5)
-        assert torch.allclose(centred, h - h.mean(dim=0), atol=1e-5), (
-            "the second value should be h - h.mean(dim=0)"
-        )
-        assert torch.equal(w.detach(), w_start), "w itself should not change"
-        assert_is_leaf(w, name="w")
-        # x may require grad too: its gradient must also use the original h.
-        x_leaf = x.clone().requires_grad_(True)
-        w = w_start.clone().requires_grad_(True)
-        loss_and_centred(x_leaf, w)
-        assert_grad_close(x_leaf.grad, (2 * h / h.numel()) @ w_start.T, name="x.grad", atol=1e-5)
-    # float64 inputs: results in float64 too.
-    x = torch.randn(4, 3, generator=generator, dtype=torch.float64).to(device) + 1.0
-    w = torch.randn(3, 2, generator=generator, dtype=torch.float64).to(device).requires_grad_(True)
-    loss, centred = loss_and_centred(x, w)
-    h = x @ w.detach()
-    assert loss.dtype == centred.dtype == torch.float64, "keep the inputs' dtype (float64 here)"
-    assert torch.allclose(centred, h - h.mean(dim=0)), (
-        "the second value should be h - h.mean(dim=0)"
-    )
-    assert_grad_close(w.grad, x.T @ (2 * h / h.numel()), name="w.grad")
-on_meta(
-    loss_and_centred, torch.ones(2, 3, requires_grad=True), torch.ones(3, 2, requires_grad=True)
-)
+        _grad_close(run["w_grad"], x.T @ grad_h, "w.grad", device, atol)
+        seen_centred = _tensor_on(run["centred"], "centred h", device, x.dtype)
+        if case["visible"]:
+            assert seen_centred.shape == centred.shape and torch.allclose(seen_centred, centred), (
+                f"the centred activations should be {centred.tolist()}, got {seen_centred.tolist()}"
+            )
+        assert seen_centred.shape == centred.shape and torch.allclose(
+            seen_centred, centred, atol=atol
+        ), "the second value should be h - h.mean(dim=0)"
+        assert torch.equal(run["w"].values, w), "w itself should not change"
+        _leaf(run["w"], "w")
+        if label.endswith("x_leaf"):  # x requires grad too: its gradient uses the original h
+            _grad_close(run["x_grad"], grad_h @ w.T, "x.grad", device, atol)
+
+
+### END JUDGE
+probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -976,27 +1138,146 @@ for device in devices():
     watched_init(weight, 0.5)
     expected = torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]], device=device)
     assert torch.equal(weight.detach(), expected), f"weight should be {expected.tolist()}"
-on_meta(watched_init, nn.Parameter(torch.full((2, 3), 7.0)), 0.5, name="init_scaled_identity_")
+weight_on_meta = on_meta(
+    watched_init, nn.Parameter(torch.full((2, 3), 7.0)), 0.5, name="init_scaled_identity_"
+)
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(3)
-for device in devices():
-    for rows, cols in [(3, 3), (4, 2), (1, 5)]:
-        scale = float(torch.rand(1, generator=generator)) + 0.5
-        weight = nn.Parameter(torch.randn(rows, cols, generator=generator).to(device))
-        watched_init(weight, scale)
-        eye = torch.eye(rows, cols, device=device)
-        assert torch.allclose(weight.detach(), scale * eye), (
+def hidden_cases(rng):
+    """The visible example, then random weights, scales and inputs; float32 and float64."""
+    cases = [{"start": torch.full((2, 3), 7.0), "scale": 0.5, "visible": True}]
+    for rows, cols, dtype in [
+        (3, 3, torch.float32), (4, 2, torch.float32), (1, 5, torch.float32), (2, 4, torch.float64)
+    ]:  # fmt: skip
+        scale = float(torch.rand(1, generator=rng)) + 0.5
+        start = torch.randn(rows, cols, generator=rng, dtype=dtype)
+        cases.append({"start": start, "scale": scale, "visible": False})
+    for case in cases:  # the input of a forward and backward pass after the init
+        rows, cols = case["start"].shape
+        case["x"] = torch.randn(5, cols, generator=rng, dtype=case["start"].dtype)
+    return cases
+
+
+def watch_init(weight, scale, seen):
+    """Calls init_scaled_identity_ under WatchWrites; puts what it saw in seen."""
+    version, pointer = weight._version, weight.data_ptr()
+    with WatchWrites(weight) as watch:
+        result = init_scaled_identity_(weight, scale)
+    seen.update(
+        same_object=result is weight,
+        same_memory=weight.data_ptr() == pointer,
+        start_version=version,
+        version=weight._version,
+        weight=weight,
+        last_write_seen=watch.last_write_seen(),
+        mixed=list(watch.mixed),
+        grad_is_none=weight.grad is None,
+    )
+    return result
+
+
+def observe(case):
+    """On every device: the init, then loss = sum((x @ weight.T) ** 2) / 2 backward; on meta."""
+    seen = {}
+    for device in devices():
+        weight = nn.Parameter(case["start"].to(device, copy=True))
+        run = seen[device.type] = {}
+        watch_init(weight, case["scale"], run)
+        y = case["x"].to(device) @ weight.T
+        try:
+            (y**2).sum().div(2).backward()
+            run["backward_error"] = None
+        except RuntimeError as error:
+            run["backward_error"] = str(error).strip().splitlines()[0][:160]
+        run["grad"] = weight.grad
+    on_meta_run = seen["meta"] = {}
+
+    def watch_init_on_meta(weight, scale):
+        return watch_init(weight, scale, on_meta_run)
+
+    try:
+        on_meta(
+            watch_init_on_meta,
+            nn.Parameter(case["start"].clone()),
+            case["scale"],
+            name="init_scaled_identity_",
+        )
+        on_meta_run["failure"] = None
+    except AssertionError as error:
+        on_meta_run["failure"] = str(error)
+    return seen
+
+
+### BEGIN JUDGE
+def _grad_close(seen, expected, name, device, atol):
+    """assert_grad_close on what the probe saw: its class and device, then its values."""
+    if seen is not None:
+        assert isinstance(seen, TensorSeen), f"{name} should be a tensor, got {seen!r}."
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.values is not None, f"{name}: its values could not be read ({seen.dtype})"
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name, atol=atol)
+
+
+def _watched(run):
+    """What watched_init asserts, on what the probe saw: same object and memory, a seen write."""
+    assert run["same_object"], "return the same Parameter object, do not make a new one"
+    assert run["same_memory"], "write into weight's memory; do not assign .data"
+    weight = run["weight"]
+    assert weight.cls in ("Tensor", "Parameter"), (
+        f"weight should be a torch.Tensor (or an nn.Parameter), not the subclass {weight.cls}."
+    )
+    assert weight.is_leaf, f"weight is not a leaf: it has grad_fn=<{weight.grad_fn}>. " + explain(
+        "not-a-leaf"
+    )
+    assert weight.requires_grad, "weight does not require grad. " + explain("no-requires-grad")
+    at_least = run["start_version"] + 1
+    assert run["version"] >= at_least, (
+        f"weight._version is {run['version']}, expected at least {at_least}: "
+        "autograd did not see the write. " + explain("hidden-write")
+    )
+    assert run["last_write_seen"], (
+        "autograd did not see the write that left weight's final values (.data or numpy?): "
+        "write under torch.no_grad() instead"
+    )
+    assert not run["mixed"], (
+        f"{run['mixed'][0]} mixes weight's device with a CPU tensor: build it on weight.device"
+    )
+
+
+def judge(seen, case):
+    """The watched init on every device and on meta; the values; a backward pass afterwards."""
+    rows, cols = case["start"].shape
+    scale, x = case["scale"], case["x"]
+    eye = torch.eye(rows, cols, dtype=x.dtype)
+    y = x @ (scale * eye).T
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            if "weight" in run:  # the answer returned: watched_init's checks come first
+                _watched(run)
+            assert run["failure"] is None, run["failure"]
+            continue
+        _watched(run)
+        values = run["weight"].values
+        if case["visible"]:
+            assert torch.equal(values, scale * eye), f"weight should be {(scale * eye).tolist()}"
+        assert torch.allclose(values, scale * eye), (
             f"weight should be {scale} * torch.eye({rows}, {cols})"
         )
-        assert weight.grad is None, "initialising should not fill weight.grad"
-        # A forward and backward pass after the init: loss = sum((x @ weight.T) ** 2) / 2.
-        x = torch.randn(5, cols, generator=generator).to(device)
-        y = x @ weight.T
-        (y**2).sum().div(2).backward()
-        expected_y = x @ (scale * eye).T
-        assert_grad_close(weight.grad, expected_y.T @ x, name="weight.grad", atol=1e-5)
-for rows, cols in [(3, 3), (4, 2), (1, 5)]:
-    on_meta(watched_init, nn.Parameter(torch.zeros(rows, cols)), 2.0, name="init_scaled_identity_")
+        assert run["grad_is_none"], "initialising should not fill weight.grad"
+        assert run["backward_error"] is None, (
+            f"backward() through weight raised after the init: {run['backward_error']}"
+        )
+        _grad_close(run["grad"], y.T @ x, "weight.grad", device, atol=1e-5)
+
+
+### END JUDGE
+probe_and_judge("q3", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1198,39 +1479,136 @@ for device in devices():
     assert_grad_close(
         second, torch.tensor([[1.0], [2.0]], device=device) * 2 * h * s, name="second"
     )
-on_meta(two_gradients, TanhLayer(torch.ones(2, 1)), torch.ones(1, 2))
+gradients_on_meta = on_meta(two_gradients, TanhLayer(torch.ones(2, 1)), torch.ones(1, 2))
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(4)
-for device in devices():
+def hidden_cases(rng):
+    """The visible examples, random TanhLayers, then nn.Linear layers in float64 and float32."""
+    cases = [
+        {"layer": "tanh", "x": torch.tensor([[1.0, 2.0]]), "weight": torch.tensor([[0.5], [0.0]]),
+         "visible": True},
+        {"layer": "tanh", "x": torch.ones(1, 2), "weight": torch.ones(2, 1), "visible": True},
+    ]  # fmt: skip
     for n, m, k in [(3, 4, 2), (5, 2, 3)]:
-        x = torch.randn(n, m, generator=generator).to(device)
-        w_start = torch.randn(m, k, generator=generator).to(device) / 2
-        layer = counted(TanhLayer)(w_start.clone())
-        first, second = two_gradients(layer, x)
-        check_one_forward(layer)
-        h = torch.tanh(x @ w_start)
-        s = 1 - h**2
-        assert_grad_close(first, x.T @ s, name="first", atol=1e-5)
-        assert_grad_close(second, x.T @ (2 * h * s), name="second", atol=1e-5)
-        assert first is not second, "return two separate tensors"
-        assert torch.equal(layer.weight.detach(), w_start), "layer.weight should not change"
-        assert_is_leaf(layer.weight, name="layer.weight")
+        x = torch.randn(n, m, generator=rng)
+        weight = torch.randn(m, k, generator=rng) / 2
+        cases.append({"layer": "tanh", "x": x, "weight": weight, "visible": False})
     # Another layer: h = x @ weight.T + bias, so d h.sum() / d weight = 1ᵀ x and
-    # d (h**2).sum() / d weight = 2 hᵀ x. In float64, to check the dtype too.
-    for n, m, k in [(4, 3, 2), (2, 5, 5)]:
-        layer = counted(nn.Linear)(m, k, dtype=torch.float64).to(device)
-        with torch.no_grad():  # seeded values, not the global random state
-            layer.weight.copy_(torch.randn(k, m, generator=generator, dtype=torch.float64))
-            layer.bias.copy_(torch.randn(k, generator=generator, dtype=torch.float64))
-        x = torch.randn(n, m, generator=generator, dtype=torch.float64).to(device)
-        first, second = two_gradients(layer, x)
-        check_one_forward(layer)
-        h = (x @ layer.weight.T + layer.bias).detach()
-        assert_grad_close(first, torch.ones(n, k, dtype=x.dtype, device=device).T @ x, name="first")
-        assert_grad_close(second, 2 * h.T @ x, name="second")
-        assert first.dtype == second.dtype == torch.float64, "keep layer.weight's dtype"
-        assert first is not second, "return two separate tensors"
-on_meta(two_gradients, nn.Linear(3, 2), torch.ones(4, 3))
+    # d (h**2).sum() / d weight = 2 hᵀ x. In float64 too, to check the dtype.
+    for n, m, k, dtype in [
+        (4, 3, 2, torch.float64),
+        (2, 5, 5, torch.float64),
+        (4, 3, 2, torch.float32),
+    ]:
+        weight = torch.randn(k, m, generator=rng, dtype=dtype)
+        bias = torch.randn(k, generator=rng, dtype=dtype)
+        x = torch.randn(n, m, generator=rng, dtype=dtype)
+        cases.append({"layer": "linear", "x": x, "weight": weight, "bias": bias, "visible": False})
+    return cases
+
+
+def build_layer(case, device):
+    """The case's layer on device, counting its forward passes: a TanhLayer or an nn.Linear."""
+    if case["layer"] == "tanh":
+        return counted(TanhLayer)(case["weight"].to(device, copy=True))
+    k, m = case["weight"].shape
+    layer = counted(nn.Linear)(m, k, dtype=case["weight"].dtype, device=device)
+    with torch.no_grad():  # the case's values, not the global random state
+        layer.weight.copy_(case["weight"])
+        layer.bias.copy_(case["bias"])
+    return layer
+
+
+def observe(case):
+    """On every device: the two gradients, forward passes counted, layer.weight after; on meta."""
+    seen = {}
+    for device in devices():
+        layer = build_layer(case, device)
+        first, second = two_gradients(layer, case["x"].to(device))
+        seen[device.type] = {
+            "first": first,
+            "second": second,
+            "same_tensor": first is second,
+            "forward_calls": getattr(layer, "forward_calls", 0),
+            "weight": layer.weight,
+        }
+    try:
+        first, second = on_meta(two_gradients, build_layer(case, "cpu"), case["x"])
+        seen["meta"] = {"failure": None, "first": first, "second": second}
+    except AssertionError as error:
+        seen["meta"] = {"failure": str(error)}
+    return seen
+
+
+### BEGIN JUDGE
+def _grad_close(seen, expected, name, device, atol):
+    """assert_grad_close on what the probe saw: its class and device, then its values."""
+    if seen is not None:
+        assert isinstance(seen, TensorSeen), f"{name} should be a tensor, got {seen!r}."
+        assert seen.cls in ("Tensor", "Parameter"), (
+            f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+        )
+        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.values is not None, f"{name}: its values could not be read ({seen.dtype})"
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name, atol=atol)
+
+
+def _leaf(seen, name):
+    """assert_is_leaf on what the probe saw."""
+    assert isinstance(seen, TensorSeen), f"{name} should be a tensor, got {seen!r}."
+    assert seen.cls in ("Tensor", "Parameter"), (
+        f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
+    )
+    assert seen.is_leaf, f"{name} is not a leaf: it has grad_fn=<{seen.grad_fn}>. " + explain(
+        "not-a-leaf"
+    )
+    assert seen.requires_grad, f"{name} does not require grad. " + explain("no-requires-grad")
+
+
+def _gradients(case):
+    """d h.sum() / d weight and d (h**2).sum() / d weight, derived by hand for the case's layer."""
+    x, weight = case["x"], case["weight"]
+    if case["layer"] == "tanh":  # h = tanh(x @ weight), s = 1 - h²
+        h = torch.tanh(x @ weight)
+        s = 1 - h**2
+        return x.T @ s, x.T @ (2 * h * s)
+    h = x @ weight.T + case["bias"]
+    return torch.ones_like(h).T @ x, 2 * h.T @ x
+
+
+def judge(seen, case):
+    """One forward pass; both gradients; their dtype; two tensors; layer.weight unchanged; meta."""
+    first, second = _gradients(case)
+    weight = case["weight"]
+    atol = 1e-5 if weight.dtype == torch.float32 and not case["visible"] else 1e-6
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        calls = run["forward_calls"]
+        assert calls == 1, f"layer ran its forward pass {calls} times; run h = layer(x) once"
+        _grad_close(run["first"], first, "first", device, atol)
+        _grad_close(run["second"], second, "second", device, atol)
+        assert run["first"].dtype == run["second"].dtype == weight.dtype, (
+            "keep layer.weight's dtype"
+        )
+        assert not run["same_tensor"], "return two separate tensors"
+        assert torch.equal(run["weight"].values, weight), "layer.weight should not change"
+        _leaf(run["weight"], "layer.weight")
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    for name in ("first", "second"):
+        gradient = meta[name]
+        assert isinstance(gradient, TensorSeen) and gradient.shape == tuple(weight.shape), (
+            f"on meta too, {name} should be a gradient of layer.weight's shape"
+        )
+        assert gradient.dtype == weight.dtype, "keep layer.weight's dtype"
+
+
+### END JUDGE
+probe_and_judge("q4", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
