@@ -773,7 +773,7 @@ def observe(case):
     dtype = case["dtype"]
     seen = {}
     for device in devices():
-        logits = case["logits"].to(device, dtype).requires_grad_(True)
+        logits = case["logits"].to(device, dtype, copy=True).requires_grad_(True)
         loss, predictions = loss_and_predictions(logits, case["targets"].to(device, dtype))
         backward_error = None
         try:
