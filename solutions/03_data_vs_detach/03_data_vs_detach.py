@@ -31,6 +31,7 @@ from torch import nn
 from torch.autograd import Variable
 
 from autograd_pitfalls import (
+    TensorSeen,
     assert_grad_close,
     assert_is_leaf,
     assert_version,
@@ -42,6 +43,7 @@ from autograd_pitfalls import (
     expect_warning,
     explain,
     on_meta,
+    probe_and_judge,
     track_inplace,
 )
 
@@ -410,19 +412,58 @@ assert predictions["B"] == truth["B"], (
     f"snippet B {truth['B']}, you predicted {predictions['B']!r}: a write under no_grad "
     "moves the version counter, and w was saved by w * w (section 4)."
 )
+
+
 ### BEGIN HIDDEN TESTS
-for key in "ACDEF":
-    if predictions[key] != truth[key]:
-        hint = (
-            "no error does not mean a correct gradient: .data and numpy writes are not counted. "
-            + explain("hidden-write")
-            if truth[key] == "wrong"
-            else "check whether a node saved the tensor that was written, and when."
+def hidden_cases(rng):
+    """One case: predict_outcomes() takes no input, and the six snippets are fixed."""
+    return [{}]
+
+
+def observe(case):
+    """Calls predict_outcomes(); sends the dict's own entries, not what a subclass answers."""
+    predictions = predict_outcomes()
+    is_dict = isinstance(predictions, dict)
+    return {
+        "type": type(predictions).__name__,
+        "is_dict": is_dict,
+        "entries": [[key, value] for key, value in dict.items(predictions)] if is_dict else None,
+    }
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """The visible checks, then every snippet against run_snippet, run in this process."""
+    assert seen["is_dict"], f"predict_outcomes() should return a dict, got {seen['type']}"
+    predictions = dict(seen["entries"])
+    assert set(predictions) == set("ABCDEF"), (
+        f"expected the keys A to F, got {sorted(str(key) for key in predictions)}"
+    )
+    for key, value in predictions.items():
+        assert value in ("raises", "wrong", "correct"), (
+            f"predictions[{key!r}] is {value!r}: use 'raises', 'wrong' or 'correct'"
         )
-        raise AssertionError(
-            f"snippet {key}: backward() gives {truth[key]!r}, you predicted "
-            f"{predictions[key]!r}: {hint}"
-        )
+    truth = {key: run_snippet(key) for key in "ABCDEF"}
+    assert predictions["B"] == truth["B"], (
+        f"snippet B {truth['B']}, you predicted {predictions['B']!r}: a write under no_grad "
+        "moves the version counter, and w was saved by w * w (section 4)."
+    )
+    for key in "ACDEF":
+        if predictions[key] != truth[key]:
+            hint = (
+                "no error does not mean a correct gradient: .data and numpy writes are not "
+                "counted. " + explain("hidden-write")
+                if truth[key] == "wrong"
+                else "check whether a node saved the tensor that was written, and when."
+            )
+            raise AssertionError(
+                f"snippet {key}: backward() gives {truth[key]!r}, you predicted "
+                f"{predictions[key]!r}: {hint}"
+            )
+
+
+### END JUDGE
+probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -750,43 +791,138 @@ meta_loss, meta_predictions = on_meta(
     name="loss_and_predictions(...)",
 )
 assert meta_loss.requires_grad and not meta_predictions.requires_grad
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(3)
-for device in devices():
+def hidden_cases(rng):
+    """The visible example, then random logits and targets in several shapes and dtypes."""
+    cases = [
+        {
+            "logits": torch.tensor([2.0, -1.0, 0.5]),
+            "targets": torch.tensor([1.0, 0.0, 0.0]),
+            "dtype": torch.float32,
+        }
+    ]
     for shape, dtype in [
         ((4, 5), torch.float32),
         ((7,), torch.float64),
         ((2, 3, 2), torch.float32),
+        ((2, 3), torch.float64),
     ]:
-        start = (3 * torch.randn(shape, generator=generator)).to(device, dtype)
-        targets = torch.rand(shape, generator=generator).to(device, dtype)
-        logits = start.clone().requires_grad_(True)
-        loss, predictions = loss_and_predictions(logits, targets)
-        expected_loss = ((start.sigmoid() - targets) ** 2).mean()
-        assert torch.allclose(loss.detach(), expected_loss, atol=1e-6), (
-            "loss should be mean((sigmoid(logits) - targets) ** 2)"
+        logits = 3 * torch.randn(shape, generator=rng, dtype=torch.float64)
+        targets = torch.rand(shape, generator=rng, dtype=torch.float64)
+        cases.append({"logits": logits, "targets": targets, "dtype": dtype})
+    return cases
+
+
+def observe(case):
+    """Calls loss_and_predictions on every device, then loss.backward(); and once on meta."""
+    dtype = case["dtype"]
+    seen = {}
+    for device in devices():
+        logits = case["logits"].to(device, dtype, copy=True).requires_grad_(True)
+        loss, predictions = loss_and_predictions(logits, case["targets"].to(device, dtype))
+        backward_error = None
+        try:
+            loss.backward()
+        except RuntimeError as error:
+            backward_error = (str(error).strip().splitlines() or [""])[0][:300]
+        seen[device.type] = {
+            "loss": loss, "predictions": predictions, "logits": logits, "grad": logits.grad,
+            "backward_error": backward_error,
+        }  # fmt: skip
+    shape = case["logits"].shape
+    try:
+        meta_result = on_meta(
+            loss_and_predictions,
+            torch.zeros(shape, dtype=dtype, requires_grad=True),
+            torch.zeros(shape, dtype=dtype),
+            name="loss_and_predictions(...)",
         )
-        backward_or_explain(loss)
-        assert_grad_close(logits.grad, hand_gradient(start, targets), name="logits.grad", atol=1e-6)
-        assert torch.equal(logits.detach(), start), "logits itself should not change"
-        assert_is_leaf(logits, name="logits")
+        seen["meta"] = {"result": list(meta_result), "failure": None}
+    except AssertionError as error:
+        seen["meta"] = {"result": None, "failure": str(error)}
+    return seen
+
+
+### BEGIN JUDGE
+def expected_loss_and_predictions(logits, targets):
+    """mean((sigmoid(logits) - targets) ** 2), and 1.0 where sigmoid(logits) > 0.5."""
+    probs = logits.sigmoid()
+    return ((probs - targets) ** 2).mean(), (probs > 0.5).to(logits.dtype)
+
+
+def judge(seen, case):
+    """Loss, logits.grad by hand, logits untouched, predictions without a graph; meta."""
+    dtype = case["dtype"]
+    start, targets = case["logits"].to(dtype), case["targets"].to(dtype)
+    expected_loss, expected_predictions = expected_loss_and_predictions(start, targets)
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        loss, predictions, logits, grad = (
+            run["loss"],
+            run["predictions"],
+            run["logits"],
+            run["grad"],
+        )
+        assert isinstance(loss, TensorSeen) and loss.shape == (), (
+            f"loss should be a 0-dimensional tensor, got {getattr(loss, 'shape', loss)}"
+        )
+        assert torch.allclose(loss.values.double(), expected_loss.double(), atol=1e-6), (
+            f"loss should be mean((sigmoid(logits) - targets) ** 2), about "
+            f"{expected_loss.item():.5f}; got {loss.values.item()}"
+        )
+        assert loss.requires_grad, "loss should carry its graph, so that loss.backward() works"
+        error = run["backward_error"]
+        if error is not None and "inplace operation" in error:
+            raise AssertionError(
+                f"loss.backward() raised: {error}\n" + explain("stale-saved-tensor")
+            )
+        assert error is None, f"loss.backward() raised: {error}"
+        if grad is not None:
+            assert grad.cls in ("Tensor", "Parameter"), (
+                f"logits.grad should be a torch.Tensor, not the subclass {grad.cls}."
+            )
+            assert grad.device_type == device, (
+                f"logits.grad is on {grad.device}, expected {device}."
+            )
+        assert_grad_close(
+            None if grad is None else grad.values,
+            hand_gradient(start, targets),
+            name="logits.grad",
+            atol=1e-6,
+        )
+        assert torch.equal(logits.values, start), "logits itself should not change"
+        assert logits.is_leaf, (
+            f"logits is not a leaf: it has grad_fn=<{logits.grad_fn}>. " + explain("not-a-leaf")
+        )
+        assert isinstance(predictions, TensorSeen), (
+            f"predictions should be a tensor, got {getattr(predictions, 'cls', predictions)}"
+        )
         assert not predictions.requires_grad and predictions.grad_fn is None, (
             "predictions should carry no graph. " + explain("graph-kept-alive")
         )
-        assert predictions.dtype == dtype and predictions.device.type == device.type, (
+        assert predictions.dtype == dtype and predictions.device_type == device, (
             f"predictions should be {dtype} on {device}, like logits; got "
             f"{predictions.dtype} on {predictions.device}"
         )
-        assert torch.equal(predictions, (start.sigmoid() > 0.5).to(dtype)), (
-            "predictions should be 1.0 where sigmoid(logits) > 0.5, else 0.0"
+        assert torch.equal(predictions.values, expected_predictions), (
+            "predictions should be 1.0 where sigmoid(logits) > 0.5, else 0.0: expected "
+            f"{expected_predictions.tolist()}, got {predictions.values.tolist()}"
         )
-meta_dtype = on_meta(
-    loss_and_predictions,
-    torch.zeros(2, 3, dtype=torch.float64, requires_grad=True),
-    torch.zeros(2, 3, dtype=torch.float64),
-    name="loss_and_predictions(...)",
-)[1].dtype
-assert meta_dtype == torch.float64, "predictions should have the dtype of logits"
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    meta_loss, meta_predictions = meta["result"]
+    assert meta_loss.requires_grad and not meta_predictions.requires_grad, (
+        "on meta too, loss should carry its graph and predictions none"
+    )
+    assert meta_predictions.dtype == dtype, "predictions should have the dtype of logits"
+
+
+### END JUDGE
+probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -895,31 +1031,99 @@ for device in devices():
     ]
     result = evaluate(model, batches)
     check_no_graph(model, len(batches))
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(33)
-for device in devices():
-    for n_batches, n_in in [(4, 3), (2, 6), (5, 1)]:
-        torch.manual_seed(n_batches)
-        model = WatchedModel(n_in, 16).to(device)
+def hidden_cases(rng):
+    """The visible line (weight 2, no dropout), then random models with dropout and batches."""
+    line_batch = (torch.tensor([[1.0], [2.0]]), torch.tensor([[1.0], [1.0]]))
+    cases = [
+        {
+            "n_in": 1, "hidden": None, "tolerance": 1e-6, "batches": [line_batch],
+            "state": {"weight": torch.tensor([[2.0]]), "bias": torch.tensor([0.0])},
+        }
+    ]  # fmt: skip
+    for n_batches, n_in, hidden, rows in [
+        (3, 3, 8, 4),
+        (4, 3, 16, 6),
+        (2, 6, 16, 6),
+        (5, 1, 16, 6),
+    ]:
+        state = {
+            "layers.0.weight": torch.randn(hidden, n_in, generator=rng) / n_in**0.5,
+            "layers.0.bias": torch.randn(hidden, generator=rng) * 0.1,
+            "layers.2.weight": torch.randn(1, hidden, generator=rng) / hidden**0.5,
+            "layers.2.bias": torch.randn(1, generator=rng) * 0.1,
+        }
         batches = [
-            (
-                torch.randn(6, n_in, generator=generator).to(device),
-                torch.randn(6, 1, generator=generator).to(device),
-            )
+            (torch.randn(rows, n_in, generator=rng), torch.randn(rows, 1, generator=rng))
             for _ in range(n_batches)
         ]
-        model.train()
-        result = evaluate(model, batches)
-        check_no_graph(model, n_batches)
-        assert type(result) is float, (
-            f"evaluate should return a Python float, got {type(result).__name__}"
+        cases.append(
+            {"n_in": n_in, "hidden": hidden, "tolerance": 1e-5, "batches": batches, "state": state}
         )
-        model.layers.eval()  # the reference: dropout off
-        expected = sum(((model.layers(x) - y) ** 2).mean().item() for x, y in batches) / n_batches
-        assert abs(result - expected) < 1e-5, (
+    return cases
+
+
+def build_model(case):
+    """The case's model, on the CPU: nn.Linear for the line, else a WatchedModel."""
+    if case["hidden"] is None:
+        model = nn.Linear(case["n_in"], 1)
+    else:
+        model = WatchedModel(case["n_in"], case["hidden"])
+    model.load_state_dict(case["state"])
+    return model
+
+
+def observe(case):
+    """Calls evaluate on every device, with the model left in training mode; sees its calls."""
+    seen = {}
+    for device in devices():
+        model = build_model(case).to(device)
+        model.train()
+        batches = [(x.to(device), y.to(device)) for x, y in case["batches"]]
+        result = evaluate(model, batches)
+        seen[device.type] = {
+            "result_type": type(result).__name__,
+            "result": result if type(result) is float else None,
+            "grad_enabled_at_call": getattr(model, "grad_enabled_at_call", None),
+        }
+    return seen
+
+
+### BEGIN JUDGE
+def mean_loss_in_eval_mode(model, batches):
+    """The mean over batches of mean((model(x) - y) ** 2), dropout off, autograd off."""
+    model.eval()
+    with torch.no_grad():
+        return sum(((model(x) - y) ** 2).mean().item() for x, y in batches) / len(batches)
+
+
+def judge(seen, case):
+    """One call per batch with autograd off, a Python float, the value in evaluation mode."""
+    expected = mean_loss_in_eval_mode(build_model(case), case["batches"])
+    n_batches = len(case["batches"])
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for run in seen.values():
+        calls = run["grad_enabled_at_call"]
+        if calls is not None:
+            assert len(calls) == n_batches, f"model ran {len(calls)} times for {n_batches} batches"
+            assert not any(calls), (
+                "autograd was on while the model ran, so a graph was built. "
+                + explain("autograd-on-in-evaluation")
+            )
+        assert run["result_type"] == "float", (
+            f"evaluate should return a Python float, got {run['result_type']}"
+        )
+        result = run["result"]
+        assert abs(result - expected) < case["tolerance"], (
             f"evaluate returned {result}, expected {expected}: is the model in evaluation "
             "mode (dropout off), and is the result the mean over batches?"
         )
+
+
+### END JUDGE
+probe_and_judge("q3", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1255,20 +1459,105 @@ for device in devices():
         (torch.randn(5, 3, device=device), torch.randn(5, 1, device=device)) for _ in range(4)
     ]
     check_epoch(model, batches, lr=0.05)
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(44)
-for device in devices():
-    for n_batches, n_in, lr in [(6, 2, 0.1), (3, 5, 0.02), (8, 4, 0.07)]:
-        torch.manual_seed(n_batches)
-        model = CountingModel(n_in).to(device)
+def hidden_cases(rng):
+    """The visible example by hand, then random linear models, batches and learning rates."""
+    batch = (torch.tensor([[1.0]]), torch.tensor([[3.0]]))
+    cases = [
+        {"weight": torch.tensor([[1.0]]), "bias": torch.tensor([0.0]), "batches": [batch, batch],
+         "lr": 0.1}
+    ]  # fmt: skip
+    for n_batches, n_in, rows, lr in [
+        (4, 3, 5, 0.05),
+        (6, 2, 7, 0.1),
+        (3, 5, 7, 0.02),
+        (8, 4, 7, 0.07),
+    ]:
         batches = [
-            (
-                torch.randn(7, n_in, generator=generator).to(device),
-                torch.randn(7, 1, generator=generator).to(device),
-            )
+            (torch.randn(rows, n_in, generator=rng), torch.randn(rows, 1, generator=rng))
             for _ in range(n_batches)
         ]
-        check_epoch(model, batches, lr)
+        weight = torch.randn(1, n_in, generator=rng) / n_in**0.5
+        bias = torch.randn(1, generator=rng) * 0.1
+        cases.append({"weight": weight, "bias": bias, "batches": batches, "lr": lr})
+    return cases
+
+
+def observe(case):
+    """Runs train_epoch on a CountingModel on every device; sees result, calls, parameters."""
+    seen = {}
+    for device in devices():
+        model = CountingModel(case["weight"].shape[1])
+        with torch.no_grad():
+            model.linear.weight.copy_(case["weight"])
+            model.linear.bias.copy_(case["bias"])
+        model.to(device)
+        parameters = list(model.parameters())
+        versions = [p._version for p in parameters]
+        batches = [(x.to(device), y.to(device)) for x, y in case["batches"]]
+        result = train_epoch(model, batches, case["lr"])
+        now = list(model.parameters())
+        seen[device.type] = {
+            "result_type": type(result).__name__,
+            "result": result if type(result) is float else None,
+            "graphs_alive_at_call": list(model.graphs_alive_at_call),
+            "same_parameters": len(now) == len(parameters)
+            and all(p is q for p, q in zip(now, parameters, strict=True)),
+            "parameters": dict(model.named_parameters()),
+            "versions_before": versions,
+        }
+    return seen
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """The mean loss and parameters against reference_epoch; versions, graphs alive, leaves."""
+    reference = CountingModel(case["weight"].shape[1])
+    with torch.no_grad():
+        reference.linear.weight.copy_(case["weight"])
+        reference.linear.bias.copy_(case["bias"])
+    expected = reference_epoch(reference, case["batches"], case["lr"])
+    n_batches = len(case["batches"])
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for run in seen.values():
+        assert run["result_type"] == "float", (
+            f"train_epoch should return a Python float, got {run['result_type']}"
+        )
+        assert abs(run["result"] - expected) < 1e-5, (
+            f"the mean loss should be {expected}, got {run['result']}"
+        )
+        calls = run["graphs_alive_at_call"]
+        assert len(calls) == n_batches, (
+            f"model was called {len(calls)} times for {n_batches} batches"
+        )
+        assert max(calls) <= 1, (
+            f"up to {max(calls)} earlier steps' graphs were still alive "
+            "when model was called. " + explain("graph-kept-alive")
+        )
+        assert run["same_parameters"], "update the parameters in place, keep them"
+        for (name, p), q, before in zip(
+            run["parameters"].items(), reference.parameters(), run["versions_before"], strict=True
+        ):
+            assert isinstance(p, TensorSeen) and p.cls in ("Tensor", "Parameter"), (
+                f"{name} should be a torch.Tensor (or an nn.Parameter), not {getattr(p, 'cls', p)}."
+            )
+            assert p.version >= before + n_batches, (
+                f"{name}._version is {p.version}, expected at least {before + n_batches}: "
+                "autograd did not see the write. " + explain("hidden-write")
+            )
+            assert torch.allclose(p.values, q.detach(), atol=1e-5), (
+                f"{name} after the epoch should be {q.detach().tolist()}, got {p.values.tolist()}"
+            )
+            assert p.is_leaf, f"{name} is not a leaf: it has grad_fn=<{p.grad_fn}>. " + explain(
+                "not-a-leaf"
+            )
+            assert p.requires_grad, f"{name} does not require grad. " + explain("no-requires-grad")
+
+
+### END JUDGE
+probe_and_judge("q4", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
