@@ -17,7 +17,6 @@
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
-import copy
 import functools
 import itertools
 import warnings
@@ -1393,30 +1392,17 @@ class CountingModel(nn.Module):
         return StepGraph.apply(self.linear(x))
 
 
-def reference_epoch(model: nn.Module, batches, lr: float) -> float:
-    """The intended computation, on a copy of the model."""
-    losses = []
-    for x, y in batches:
-        loss = ((model(x) - y) ** 2).mean()
-        grads = torch.autograd.grad(loss, list(model.parameters()))
-        with torch.no_grad():
-            for p, g in zip(model.parameters(), grads, strict=True):
-                p -= lr * g
-        losses.append(loss.item())
-    return sum(losses) / len(losses)
-
-
 def check_epoch(model: CountingModel, batches, lr: float) -> None:
-    """Runs train_epoch on model and compares it with reference_epoch on a copy."""
-    reference = copy.deepcopy(model)
+    """Runs train_epoch on model: a float, one call per batch, no graph kept, Parameters kept.
+
+    The values on these random batches are checked by the hidden tests.
+    """
     parameters = list(model.parameters())
     versions = [p._version for p in parameters]
     result = train_epoch(model, batches, lr)
-    expected = reference_epoch(reference, batches, lr)
     assert type(result) is float, (
         f"train_epoch should return a Python float, got {type(result).__name__}"
     )
-    assert abs(result - expected) < 1e-5, f"the mean loss should be {expected}, got {result}"
     assert len(model.graphs_alive_at_call) == len(batches), (
         f"model was called {len(model.graphs_alive_at_call)} times for {len(batches)} batches"
     )
@@ -1425,13 +1411,8 @@ def check_epoch(model: CountingModel, batches, lr: float) -> None:
         "when model was called. " + explain("graph-kept-alive")
     )
     assert list(model.parameters()) == parameters, "update the parameters in place, keep them"
-    for (name, p), q, before in zip(
-        model.named_parameters(), reference.parameters(), versions, strict=True
-    ):
+    for (name, p), before in zip(model.named_parameters(), versions, strict=True):
         assert_version(p, before + len(batches), name=name)
-        assert torch.allclose(p.detach(), q.detach(), atol=1e-5), (
-            f"{name} after the epoch should be {q.detach().tolist()}, got {p.detach().tolist()}"
-        )
         assert_is_leaf(p, name=name)
 
 
@@ -1512,6 +1493,19 @@ def observe(case):
 
 
 ### BEGIN JUDGE
+def reference_epoch(model: nn.Module, batches, lr: float) -> float:
+    """The intended computation, on a copy of the model (the grader's side only)."""
+    losses = []
+    for x, y in batches:
+        loss = ((model(x) - y) ** 2).mean()
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        with torch.no_grad():
+            for p, g in zip(model.parameters(), grads, strict=True):
+                p -= lr * g
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+
+
 def judge(seen, case):
     """The mean loss and parameters against reference_epoch; versions, graphs alive, leaves."""
     reference = CountingModel(case["weight"].shape[1])
