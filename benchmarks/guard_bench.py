@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     kernel = _kernel()
     started = time.perf_counter()
     guard = kernel_guard.install(kernel)
-    print(f"install (once per kernel, in the zygote's fork): {1000 * (time.perf_counter() - started):.1f} ms")
+    installed_ms = 1000 * (time.perf_counter() - started)
+    print(f"install (once per kernel, in the zygote's fork): {installed_ms:.1f} ms")
     names = {"torch": "torch", "assert_grad_close": "autograd_pitfalls:assert_grad_close"}
 
     def one_test() -> None:
