@@ -554,19 +554,61 @@ assert predictions["tensor_of_pieces"] == truth["tensor_of_pieces"], (
     f"tensor_of_pieces: backward() {truth['tensor_of_pieces']}, you predicted "
     f"{predictions['tensor_of_pieces']!r}. " + explain("graph-cut-assembly")
 )
+
+
 ### BEGIN HIDDEN TESTS
-for key, code in snippets.items():
-    assert predictions[key] in ("ok", "raises", "silent"), (
-        f"predictions[{key!r}] should be 'ok', 'raises' or 'silent'"
+def hidden_cases(rng):
+    """One case: Exercise 1's snippets, as the exercise lists them."""
+    return [
+        {"snippets": {
+            "tensor_of_pieces": "out = torch.tensor([a[0] * 2, a[1] * 3])",
+            "stack": "out = torch.stack([a[0] * 2, a[1] * 3])",
+            "item_then_requires_grad": (
+                "out = torch.tensor([a[0].item() * 2, a[1].item() * 3], requires_grad=True)"
+            ),
+            "fill_fresh_buffer": "out = torch.zeros(2); out[0] = a[0] * 2; out[1] = a[1] * 3",
+            "fill_product_of_entries": "out = a * 1; out[2] = out[0] * out[1]",
+            "fill_difference_of_entries": "out = a * 1; out[2] = out[0] - out[1]",
+            "write_into_sigmoid": "out = a.sigmoid(); out[0] = 0.0",
+            "cat_of_slices": "out = torch.cat([a[:1] * 2, a[1:].exp()])",
+        }}
+    ]  # fmt: skip
+
+
+def observe(case):
+    """Calls predict_assembly(); returns a plain copy of the dict (or its type's name)."""
+    predictions = predict_assembly()
+    if not isinstance(predictions, dict):
+        return {"type": type(predictions).__name__}
+    return {"type": "dict", "predictions": dict(predictions)}
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """The keys, then each prediction against its snippet, run here."""
+    snippets = case["snippets"]
+    predictions = seen.get("predictions")
+    assert isinstance(predictions, dict), "predict_assembly() should return a dict"
+    assert set(predictions) == set(snippets), (
+        f"expected the keys {sorted(snippets)}; got {sorted(predictions)}"
     )
-    if key in ("tensor_of_pieces", "item_then_requires_grad"):
-        pitfall = explain("graph-cut-assembly")
-    else:
-        pitfall = explain("stale-saved-tensor") + " (the rule of section 5)"
-    assert predictions[key] == truth[key], (
-        f"{key}: `{code}` then backward(): the answer is {truth[key]!r}, you predicted "
-        f"{predictions[key]!r}. " + pitfall
-    )
+    outcomes = {key: _run_snippet(code) for key, code in snippets.items()}
+    for key, code in snippets.items():
+        assert predictions[key] in ("ok", "raises", "silent"), (
+            f"predictions[{key!r}] should be 'ok', 'raises' or 'silent'"
+        )
+        if key in ("tensor_of_pieces", "item_then_requires_grad"):
+            pitfall = explain("graph-cut-assembly")
+        else:
+            pitfall = explain("stale-saved-tensor") + " (the rule of section 5)"
+        assert predictions[key] == outcomes[key], (
+            f"{key}: `{code}` then backward(): the answer is {outcomes[key]!r}, you predicted "
+            f"{predictions[key]!r}. " + pitfall
+        )
+
+
+### END JUDGE
+probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -943,21 +985,101 @@ for device in devices():
 x = torch.tensor([1.0, 2.0], requires_grad=True)
 matrix = on_meta(vandermonde, x, 2)
 assert matrix.shape == (2, 3) and matrix.requires_grad, "on meta too, a (2, 3) matrix with a graph"
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(3)
-for device in devices():
-    for dtype in (torch.float32, torch.float64):
-        for _ in range(3):
-            n = int(torch.randint(2, 7, (1,), generator=generator))
-            degree = int(torch.randint(1, 5, (1,), generator=generator))
-            values = torch.rand(n, generator=generator, dtype=torch.float64) * 3 - 1.5
-            weights = torch.randn(n, degree + 1, generator=generator)
-            _check_vandermonde(values, degree, weights, device, dtype)
-x = torch.rand(4, dtype=torch.float64, requires_grad=True)
-matrix = on_meta(vandermonde, x, 3)
-assert matrix.shape == (4, 4) and matrix.dtype == torch.float64, (
-    "on meta, float64 in, float64 out. " + explain("wrong-dtype")
-)
+def hidden_cases(rng):
+    """The example in both dtypes, then degrees 1, 3 and 4 with random sizes, values, weights."""
+    cases = [
+        {"values": torch.tensor([1.0, 2.0]), "degree": 2, "weights": torch.ones(2, 3),
+         "dtype": dtype}
+        for dtype in ("float32", "float64")
+    ]  # fmt: skip
+    for dtype in ("float32", "float64"):
+        for degree in (1, 3, 4):  # around the example's 2
+            n = int(torch.randint(2, 7, (1,), generator=rng))
+            values = torch.rand(n, generator=rng, dtype=torch.float64) * 3 - 1.5
+            weights = torch.randn(n, degree + 1, generator=rng)
+            cases.append({"values": values, "degree": degree, "weights": weights, "dtype": dtype})
+    return cases
+
+
+def observe(case):
+    """Calls vandermonde on every device and on meta; backpropagates the weighted sum."""
+    dtype = getattr(torch, case["dtype"])
+    seen = {}
+    for device in devices():
+        x = case["values"].to(device, dtype, copy=True).requires_grad_(True)
+        matrix = vandermonde(x, case["degree"])
+        backward_error = None
+        try:
+            (matrix * case["weights"].to(device, dtype)).sum().backward()
+        except RuntimeError as error:
+            backward_error = str(error).splitlines()[0][:160]
+        seen[device.type] = {"matrix": matrix, "grad": x.grad, "backward_error": backward_error}
+    try:
+        x = case["values"].to(dtype, copy=True).requires_grad_(True)
+        seen["meta"] = {"matrix": on_meta(vandermonde, x, case["degree"]), "failure": None}
+    except AssertionError as error:
+        seen["meta"] = {"matrix": None, "failure": str(error)}
+    return seen
+
+
+### BEGIN JUDGE
+def _vandermonde_by_hand(case):
+    """The matrix and the weighted sum's gradient for x, derived by hand."""
+    dtype = getattr(torch, case["dtype"])
+    x, weights = case["values"].to(dtype), case["weights"].to(dtype)
+    powers = torch.arange(case["degree"] + 1)
+    # By hand: d/dx_i of sum_j w_ij x_i^j is sum_j w_ij · j · x_i^(j - 1).
+    by_hand = (weights[:, 1:] * powers[1:] * x.unsqueeze(1) ** (powers[1:] - 1)).sum(1)
+    return x.unsqueeze(1) ** powers, by_hand
+
+
+def judge(seen, case):
+    """Shape, device, dtype, graph, values and the gradient by hand; on meta, the same shape."""
+    dtype, degree = getattr(torch, case["dtype"]), case["degree"]
+    n = case["values"].shape[0]
+    expected, by_hand = _vandermonde_by_hand(case)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        matrix = run["matrix"]
+        assert isinstance(matrix, TensorSeen) and matrix.shape == (n, degree + 1), (
+            f"the result should have shape {(n, degree + 1)}"
+        )
+        assert matrix.device_type == device, explain("wrong-device")
+        assert matrix.dtype == dtype, f"the result is {matrix.dtype}, x is {dtype}. " + explain(
+            "wrong-dtype"
+        )
+        assert matrix.grad_fn is not None, "the result has no grad_fn: " + explain(
+            "graph-cut-assembly"
+        )
+        assert torch.allclose(matrix.values, expected, rtol=tolerance, atol=tolerance), (
+            f"expected {expected.tolist()}, got {matrix.values.tolist()}"
+        )
+        assert run["backward_error"] is None, (
+            f"backward() raised: {run['backward_error']}\n" + explain("stale-saved-tensor")
+        )
+        grad = run["grad"]
+        if isinstance(grad, TensorSeen):
+            assert grad.cls in ("Tensor", "Parameter"), f"x.grad is a {grad.cls}."
+            grad = grad.values
+        assert_grad_close(grad, by_hand, name="x.grad", rtol=tolerance, atol=tolerance)
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    matrix = meta["matrix"]
+    assert isinstance(matrix, TensorSeen) and matrix.shape == (n, degree + 1), (
+        "on meta too, a matrix of shape (n, degree + 1) with a graph"
+    )
+    assert matrix.requires_grad, "on meta too, a matrix of shape (n, degree + 1) with a graph"
+    assert matrix.dtype == dtype, f"on meta, {dtype} in, {dtype} out. " + explain("wrong-dtype")
+
+
+### END JUDGE
+probe_and_judge("q3", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1155,21 +1277,124 @@ matrix = on_meta(
     torch.tensor([1.0, 2.0], requires_grad=True),
 )
 assert matrix.shape == (3, 3) and matrix.requires_grad, "on meta too, a (3, 3) matrix with a graph"
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(44)
-for device in devices():
-    for dtype in (torch.float32, torch.float64):
+def hidden_cases(rng):
+    """The example in both dtypes, then random angles, translations and weights."""
+    cases = [
+        {"angle": torch.pi / 2, "shift": torch.tensor([1.0, 2.0]), "weights": torch.ones(3, 3),
+         "dtype": dtype}
+        for dtype in ("float32", "float64")
+    ]  # fmt: skip
+    for dtype in ("float32", "float64"):
         for _ in range(3):
-            angle = float(torch.rand(1, generator=generator)) * 6 - 3
-            shift = torch.randn(2, generator=generator, dtype=torch.float64)
-            weights = torch.randn(3, 3, generator=generator)
-            _check_pose(angle, shift, weights, device, dtype)
-matrix = on_meta(
-    pose_matrix,
-    torch.tensor(0.5, dtype=torch.float64, requires_grad=True),
-    torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True),
-)
-assert matrix.dtype == torch.float64, "on meta, float64 in, float64 out. " + explain("wrong-dtype")
+            angle = float(torch.rand(1, generator=rng)) * 6 - 3
+            shift = torch.randn(2, generator=rng, dtype=torch.float64)
+            weights = torch.randn(3, 3, generator=rng)
+            cases.append({"angle": angle, "shift": shift, "weights": weights, "dtype": dtype})
+    return cases
+
+
+def observe(case):
+    """Calls pose_matrix on every device and on meta; backpropagates the weighted sum."""
+    dtype = getattr(torch, case["dtype"])
+    seen = {}
+    for device in devices():
+        theta = torch.tensor(case["angle"], device=device, dtype=dtype, requires_grad=True)
+        t = case["shift"].to(device, dtype, copy=True).requires_grad_(True)
+        matrix = pose_matrix(theta, t)
+        backward_error = None
+        try:
+            (matrix * case["weights"].to(device, dtype)).sum().backward()
+        except RuntimeError as error:
+            backward_error = str(error).splitlines()[0][:160]
+        seen[device.type] = {
+            "matrix": matrix, "theta_grad": theta.grad, "t_grad": t.grad,
+            "backward_error": backward_error,
+        }  # fmt: skip
+    try:
+        theta = torch.tensor(case["angle"], dtype=dtype, requires_grad=True)
+        t = case["shift"].to(dtype, copy=True).requires_grad_(True)
+        seen["meta"] = {"matrix": on_meta(pose_matrix, theta, t), "failure": None}
+    except AssertionError as error:
+        seen["meta"] = {"matrix": None, "failure": str(error)}
+    return seen
+
+
+### BEGIN JUDGE
+def _pose_by_hand(case):
+    """The matrix and the weighted sum's gradients for theta and t, derived by hand."""
+    dtype = getattr(torch, case["dtype"])
+    theta = torch.tensor(case["angle"], dtype=dtype)
+    c, s = torch.cos(theta), torch.sin(theta)
+    t0, t1 = case["shift"].to(dtype)
+    matrix = torch.stack(
+        [
+            torch.stack([c, -s, c * t0 - s * t1]),
+            torch.stack([s, c, s * t0 + c * t1]),
+            torch.tensor([0.0, 0.0, 1.0], dtype=dtype),
+        ]
+    )
+    w = case["weights"].to(dtype)
+    d_theta = (
+        w[0, 0] * -s
+        + w[0, 1] * -c
+        + w[0, 2] * (-s * t0 - c * t1)
+        + w[1, 0] * c
+        + w[1, 1] * -s
+        + w[1, 2] * (c * t0 - s * t1)
+    )
+    d_t = torch.stack([w[0, 2] * c + w[1, 2] * s, -w[0, 2] * s + w[1, 2] * c])
+    return matrix, d_theta, d_t
+
+
+def _grad_values(seen, name):
+    """A gradient as assert_grad_close takes it: None, or the values of a plain tensor."""
+    if isinstance(seen, TensorSeen):
+        assert seen.cls in ("Tensor", "Parameter"), f"{name} is a {seen.cls}."
+        return seen.values
+    return seen
+
+
+def judge(seen, case):
+    """Shape, device, dtype, graph, values and both gradients by hand; on meta, the same."""
+    dtype = getattr(torch, case["dtype"])
+    expected, d_theta, d_t = _pose_by_hand(case)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-10
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        matrix = run["matrix"]
+        assert isinstance(matrix, TensorSeen) and matrix.shape == (3, 3), "return a (3, 3) tensor"
+        assert matrix.device_type == device, explain("wrong-device")
+        assert matrix.dtype == dtype, f"the matrix is {matrix.dtype}, theta is {dtype}. " + explain(
+            "wrong-dtype"
+        )
+        assert matrix.grad_fn is not None, "the matrix has no grad_fn: " + explain(
+            "graph-cut-assembly"
+        )
+        assert torch.allclose(matrix.values, expected, atol=tolerance), (
+            f"expected {expected.tolist()}, got {matrix.values.tolist()}"
+        )
+        assert run["backward_error"] is None, (
+            f"backward() raised: {run['backward_error']}\n" + explain("stale-saved-tensor")
+        )
+        theta_grad = _grad_values(run["theta_grad"], "theta.grad")
+        assert_grad_close(theta_grad, d_theta, name="theta.grad", atol=tolerance)
+        assert_grad_close(_grad_values(run["t_grad"], "t.grad"), d_t, name="t.grad", atol=tolerance)
+    meta = seen["meta"]
+    assert meta["failure"] is None, meta["failure"]
+    matrix = meta["matrix"]
+    assert isinstance(matrix, TensorSeen) and matrix.shape == (3, 3) and matrix.requires_grad, (
+        "on meta too, a (3, 3) matrix with a graph"
+    )
+    assert matrix.dtype == dtype, f"on meta, {dtype} in, {dtype} out. " + explain("wrong-dtype")
+
+
+### END JUDGE
+probe_and_judge("q4", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]

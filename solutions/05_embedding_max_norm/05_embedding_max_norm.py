@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    TensorSeen,
     assert_grad_close,
     compare,
     devices,
@@ -32,6 +33,7 @@ from autograd_pitfalls import (
     expect_error,
     explain,
     on_meta,
+    probe_and_judge,
     track_inplace,
 )
 
@@ -418,22 +420,94 @@ assert predictions["version_at_start"] == truth["version_at_start"], (
     f"a fresh nn.Embedding's weight is at version {truth['version_at_start']}, you predicted "
     f"{predictions['version_at_start']}: the constructor initialises it in place (section 1)."
 )
+
+
 ### BEGIN HIDDEN TESTS
-assert type(predictions["version_at_end"]) is int, "version_at_end should be an int"
-assert predictions["version_at_end"] == truth["version_at_end"], (
-    f"the weight ends at version {truth['version_at_end']}, you predicted "
-    f"{predictions['version_at_end']}: count one write for copy_ and one per call of the "
-    "embedding, under no_grad too, however many rows it rescales (section 1). "
-    + explain("embedding-renorm-in-forward")
-)
-predicted_norms = predictions["norms"]
-assert len(predicted_norms) == 5, "norms should list the five rows' norms"
-for row, (guess, real) in enumerate(zip(predicted_norms, truth["norms"], strict=True)):
-    assert abs(float(guess) - real) < 1e-3, (
-        f"row {row} ends with norm {real:.4f}, you predicted {guess}: only the rows looked up "
-        "and above max_norm are rescaled, to max_norm (section 1). "
+def hidden_cases(rng):
+    """One case: Exercise 1's code is fixed, so the predictions are of that code alone."""
+    return [{}]
+
+
+def _floats(values):
+    """The predicted norms as float() reads them, or the type's name when it cannot."""
+    try:
+        return [float(value) for value in values]
+    except (TypeError, ValueError):
+        return type(values).__name__
+
+
+def observe(case):
+    """Calls predict_norms_and_versions(); returns its keys and values as plain data."""
+    predictions = predict_norms_and_versions()
+    if not isinstance(predictions, dict):
+        return {"type": type(predictions).__name__}
+    predictions = dict(predictions)  # a plain copy: later lookups read nothing of ours
+    return {
+        "type": "dict",
+        "keys": [key if type(key) is str else repr(key) for key in predictions],
+        "version_at_start": predictions.get("version_at_start"),
+        "version_at_end": predictions.get("version_at_end"),
+        "norms": _floats(predictions.get("norms")),
+    }
+
+
+### BEGIN JUDGE
+def _run_exercise_1():
+    """Runs Exercise 1's code here, in the grader; returns the versions and the norms."""
+    embedding = nn.Embedding(5, 2, max_norm=2.0)
+    truth = {"version_at_start": embedding.weight._version}
+    with torch.no_grad():
+        embedding.weight.copy_(
+            torch.tensor([[6.0, 8.0], [0.9, 1.2], [0.0, 3.0], [4.0, 0.0], [0.6, 0.8]])
+        )
+    embedding(torch.tensor([[0, 1], [0, 4]]))
+    with torch.no_grad():
+        embedding(torch.tensor([2]))
+    truth["version_at_end"] = embedding.weight._version
+    truth["norms"] = embedding.weight.detach().norm(dim=1).tolist()
+    return truth
+
+
+def _number(seen):
+    """A prediction as == compares it: a one-value tensor counts as its value."""
+    if isinstance(seen, TensorSeen) and seen.values is not None and seen.values.numel() == 1:
+        return seen.values.item()
+    return seen
+
+
+def judge(seen, case):
+    """The keys, both versions (version_at_end an int) and the five norms, to 1e-3."""
+    truth = _run_exercise_1()
+    assert seen["type"] == "dict", "predict_norms_and_versions() should return a dict"
+    assert set(seen["keys"]) == {"version_at_start", "version_at_end", "norms"}, (
+        f"expected the keys version_at_start, version_at_end, norms; got {sorted(seen['keys'])}"
+    )
+    start = _number(seen["version_at_start"])
+    assert start == truth["version_at_start"], (
+        f"a fresh nn.Embedding's weight is at version {truth['version_at_start']}, you predicted "
+        f"{start}: the constructor initialises it in place (section 1)."
+    )
+    assert type(seen["version_at_end"]) is int, "version_at_end should be an int"
+    assert seen["version_at_end"] == truth["version_at_end"], (
+        f"the weight ends at version {truth['version_at_end']}, you predicted "
+        f"{seen['version_at_end']}: count one write for copy_ and one per call of the "
+        "embedding, under no_grad too, however many rows it rescales (section 1). "
         + explain("embedding-renorm-in-forward")
     )
+    predicted_norms = seen["norms"]
+    assert isinstance(predicted_norms, list) and len(predicted_norms) == 5, (
+        "norms should list the five rows' norms"
+    )
+    for row, (guess, real) in enumerate(zip(predicted_norms, truth["norms"], strict=True)):
+        assert abs(guess - real) < 1e-3, (
+            f"row {row} ends with norm {real:.4f}, you predicted {guess}: only the rows looked up "
+            "and above max_norm are rescaled, to max_norm (section 1). "
+            + explain("embedding-renorm-in-forward")
+        )
+
+
+### END JUDGE
+probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -676,69 +750,130 @@ for device in devices():
     assert model_q2.embedding.weight.grad is not None, "no gradient reached the embedding"
     assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
 on_meta(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
+
+
 ### BEGIN HIDDEN TESTS
-import copy
+def hidden_cases(rng):
+    """The example (weights of the sum), then models of other sizes, max_norm and dtypes."""
+    cases = [
+        {"weight": torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [1.2, 1.6]]),
+         "recurrent": torch.tensor([[0.5, 0.0], [0.0, 0.5]]), "max_norm": 1.0,
+         "tokens": torch.tensor([[1, 0, 2]]), "probe": torch.ones(1, 3, 4), "dtype": "float32"}
+    ]  # fmt: skip
+    for vocab, dim, batch, seq, max_norm, dtype in [
+        (7, 3, 2, 4, 1.0, "float32"),
+        (9, 5, 3, 3, 1.5, "float64"),
+        (5, 4, 1, 5, 0.8, "float32"),
+        (6, 3, 2, 3, 1.2, "float64"),
+    ]:
+        bound = dim**-0.5  # nn.Linear's initial range
+        cases.append(
+            {"weight": torch.randn(vocab, dim, generator=rng, dtype=torch.float64) * 1.5,
+             "recurrent": (torch.rand(dim, dim, generator=rng, dtype=torch.float64) * 2 - 1)
+             * bound, "max_norm": max_norm,
+             "tokens": torch.randint(vocab, (batch, seq), generator=rng),
+             "probe": torch.randn(batch, seq, vocab, generator=rng, dtype=torch.float64),
+             "dtype": dtype}
+        )  # fmt: skip
+    return cases
 
 
-def _reference_tied_logits(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
-    """The intended logits, on the model given (a copy): renormalise, then max_norm=None."""
-    weight = model.embedding.weight
+def _case_model(case, device, dtype):
+    """A TiedRNNLM holding the case's weights, on device, with dtype."""
+    vocab, dim = case["weight"].shape
+    model = TiedRNNLM(vocab, dim, max_norm=case["max_norm"]).to(device, dtype)
     with torch.no_grad():
-        torch.embedding_renorm_(weight, tokens, model.embedding.max_norm, model.embedding.norm_type)
+        model.embedding.weight.copy_(case["weight"])
+        model.recurrent.weight.copy_(case["recurrent"])
+    return model
+
+
+def observe(case):
+    """Calls tied_rnn_logits on every device and on meta; backpropagates the weighted logits."""
+    dtype = getattr(torch, case["dtype"])
+    seen = {}
+    for device in devices():
+        model = _case_model(case, device, dtype)
+        logits = tied_rnn_logits(model, case["tokens"].to(device))
+        backward_error = None
+        try:
+            (logits * case["probe"].to(device, dtype)).sum().backward()
+        except RuntimeError as error:
+            backward_error = str(error).splitlines()[0][:200]
+        seen[device.type] = {
+            "logits": logits, "backward_error": backward_error,
+            "embedding_grad": model.embedding.weight.grad,
+            "recurrent_grad": model.recurrent.weight.grad,
+        }  # fmt: skip
+    try:
+        on_meta(tied_rnn_logits, _case_model(case, torch.device("cpu"), dtype), case["tokens"])
+        seen["meta"] = None
+    except AssertionError as error:
+        seen["meta"] = str(error)
+    return seen
+
+
+### BEGIN JUDGE
+def _intended_logits(case):
+    """The logits and both gradients, here: renormalise the rows of tokens, then no max_norm."""
+    dtype = getattr(torch, case["dtype"])
+    weight = case["weight"].to(dtype).clone().requires_grad_(True)  # a copy: the case stays
+    recurrent = case["recurrent"].to(dtype).clone().requires_grad_(True)
+    tokens = case["tokens"]
+    with torch.no_grad():
+        torch.embedding_renorm_(weight, tokens, case["max_norm"], 2.0)
     embedded = nn.functional.embedding(tokens, weight)
     h = embedded.new_zeros(tokens.shape[0], embedded.shape[-1])
     steps = []
     for t in range(tokens.shape[1]):
-        h = torch.tanh(embedded[:, t] + model.recurrent(h))
+        h = torch.tanh(embedded[:, t] + h @ recurrent.T)
         steps.append(h @ weight.T)
-    return torch.stack(steps, dim=1)
+    logits = torch.stack(steps, dim=1)
+    (logits * case["probe"].to(dtype)).sum().backward()
+    return logits.detach(), weight.grad, recurrent.grad
 
 
-generator = torch.Generator().manual_seed(5)
-for device in devices():
-    for vocab, dim, batch, seq, max_norm, dtype in [
-        (7, 3, 2, 4, 1.0, torch.float32),
-        (9, 5, 3, 3, 1.5, torch.float64),
-        (5, 4, 1, 5, 0.8, torch.float32),
-    ]:
-        torch.manual_seed(int(torch.randint(1000, (1,), generator=generator)))
-        model_q2 = TiedRNNLM(vocab, dim, max_norm=max_norm).to(device, dtype)
-        with torch.no_grad():
-            model_q2.embedding.weight.mul_(1.5)  # most rows above max_norm
-        tokens_q2 = torch.randint(vocab, (batch, seq), generator=generator).to(device)
-        probe = torch.randn(batch, seq, vocab, generator=generator).to(device, dtype)
-        reference_model = copy.deepcopy(model_q2)
-        expected_logits = _reference_tied_logits(reference_model, tokens_q2)
-        (expected_logits * probe).sum().backward()
+def _assert_grad_seen(seen, expected, name, atol):
+    """assert_grad_close on a gradient as the probe saw it (None, or a plain tensor)."""
+    if isinstance(seen, TensorSeen):
+        assert seen.cls in ("Tensor", "Parameter"), f"{name} is a {seen.cls}, not a plain tensor."
+        seen = seen.values
+    assert_grad_close(seen, expected, name=name, atol=atol)
 
-        logits_q2 = tied_rnn_logits(model_q2, tokens_q2)
-        assert logits_q2.dtype == dtype, (
-            f"the logits should be {dtype}, like the model, got {logits_q2.dtype}"
+
+def judge(seen, case):
+    """Logits (shape, dtype, values), backward, both gradients; on meta, no device error."""
+    dtype = getattr(torch, case["dtype"])
+    logits, embedding_grad, recurrent_grad = _intended_logits(case)
+    shape = tuple(logits.shape)
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        got = run["logits"]
+        assert isinstance(got, TensorSeen) and got.cls in ("Tensor", "Parameter"), (
+            "tied_rnn_logits should return a tensor"
         )
-        assert torch.allclose(logits_q2.detach(), expected_logits.detach(), atol=1e-5), (
-            "the logits differ from those of the model with every row of tokens rescaled "
-            "before any use of the weight. " + explain("embedding-renorm-in-forward")
+        assert got.shape == shape, f"logits should have shape {shape}, got {got.shape}"
+        assert got.device_type == device, explain("wrong-device")
+        assert got.dtype == dtype, f"the logits should be {dtype}, like the model, got {got.dtype}"
+        assert torch.allclose(got.values, logits, atol=1e-5), (
+            f"the logits of step 0 should be {[round(v, 4) for v in logits[0, 0].tolist()]}, "
+            f"got {[round(v, 4) for v in got.values[0, 0].tolist()]}: the logits differ from "
+            "those of the model with every row of tokens rescaled before any use of the weight. "
+            + explain("embedding-renorm-in-forward")
         )
-        try:
-            (logits_q2 * probe).sum().backward()
-        except RuntimeError as error:
-            raise AssertionError(
-                f"backward() failed on a {vocab}-token model: {str(error).splitlines()[0][:200]} "
-                + explain("embedding-renorm-in-forward")
-            ) from None
-        assert_grad_close(
-            model_q2.embedding.weight.grad,
-            reference_model.embedding.weight.grad,
-            name="embedding.weight.grad",
-            atol=1e-5,
+        assert run["backward_error"] is None, (
+            f"backward() through your logits failed: {run['backward_error']} "
+            + explain("embedding-renorm-in-forward")
         )
-        assert_grad_close(
-            model_q2.recurrent.weight.grad,
-            reference_model.recurrent.weight.grad,
-            name="recurrent.weight.grad",
-            atol=1e-5,
-        )
-    on_meta(tied_rnn_logits, TiedRNNLM(6, 3, max_norm=1.0), torch.tensor([[0, 5, 2], [1, 1, 4]]))
+        _assert_grad_seen(run["embedding_grad"], embedding_grad, "embedding.weight.grad", 1e-5)
+        _assert_grad_seen(run["recurrent_grad"], recurrent_grad, "recurrent.weight.grad", 1e-5)
+    assert seen["meta"] is None, seen["meta"]
+
+
+### END JUDGE
+probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -821,61 +956,122 @@ for device in devices():
         "no gradient reached weight. " + explain("grad-never-reached")
     )
 on_meta(max_norm_lookup, torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2]), 1.0)
+
+
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(3)
-for device in devices():
+def hidden_cases(rng):
+    """The example, then tables with a zero row, a short row and a long row, several p-norms."""
+    cases = [
+        {"weight": torch.tensor([[3.0, 4.0], [0.3, 0.4]]), "indices": torch.tensor([0, 1, 0]),
+         "max_norm": 1.0, "norm_type": 2.0, "probe": torch.ones(3, 2)}
+    ]  # fmt: skip
     for rows_count, dim, shape, max_norm, norm_type, dtype in [
         (10, 4, (6,), 1.0, 2.0, torch.float32),
         (8, 3, (2, 5), 1.5, 1.0, torch.float64),
         (12, 6, (3, 4), 0.7, 3.0, torch.float32),
+        (9, 5, (2, 2, 3), 1.2, 2.0, torch.float64),
     ]:
-        weight_values = torch.randn(rows_count, dim, generator=generator, dtype=dtype) * 1.2
-        weight_values[0] = 0.0  # a zero row: must come back as zeros
-        indices_q3 = torch.randint(rows_count, shape, generator=generator)
-        indices_q3[..., 0] = 0
-        reference_table = weight_values.clone()
-        expected_rows = nn.functional.embedding(
-            indices_q3, reference_table, max_norm=max_norm, norm_type=norm_type
-        )
-        rescaled = (expected_rows != weight_values[indices_q3]).any()
-        assert rescaled and (expected_rows == weight_values[indices_q3]).all(-1).any()  # both kinds
+        weight = torch.randn(rows_count, dim, generator=rng, dtype=dtype) * 1.2
+        norms = torch.linalg.vector_norm(weight, ord=norm_type, dim=1, keepdim=True)
+        weight[0] = 0.0  # a zero row: must come back as zeros
+        weight[1:3] *= torch.tensor([[0.5], [2.0]], dtype=dtype) * max_norm / norms[1:3]
+        indices = torch.randint(rows_count, shape, generator=rng)
+        indices[..., :3] = torch.tensor([0, 1, 2])  # the zero, the short and the long row
+        probe = torch.randn(*shape, dim, generator=rng, dtype=dtype)
+        cases.append(
+            {"weight": weight, "indices": indices, "max_norm": max_norm,
+             "norm_type": norm_type, "probe": probe}
+        )  # fmt: skip
+    return cases
 
-        weight_q3 = weight_values.clone().to(device).requires_grad_(True)
-        rows_q3 = max_norm_lookup(weight_q3, indices_q3.to(device), max_norm, norm_type)
-        assert tuple(rows_q3.shape) == (*shape, dim), (
-            f"the result should have shape {(*shape, dim)}"
+
+def observe(case):
+    """Calls max_norm_lookup on every device and on meta; the weight after, its gradient."""
+    seen = {}
+    for device in devices():
+        weight = case["weight"].clone().to(device).requires_grad_(True)
+        rows = max_norm_lookup(
+            weight, case["indices"].to(device), case["max_norm"], case["norm_type"]
         )
-        assert rows_q3.dtype == dtype, (
-            f"the result should be {dtype}, like weight, got {rows_q3.dtype}"
+        weight_version, weight_after = weight._version, weight.detach().clone()
+        backward_error = None
+        if isinstance(rows, torch.Tensor) and rows.requires_grad:
+            try:
+                (rows * case["probe"].to(device)).sum().backward()
+            except RuntimeError as error:
+                backward_error = str(error).splitlines()[0][:200]
+        seen[device.type] = {
+            "rows": rows, "weight_version": weight_version, "weight_after": weight_after,
+            "backward_error": backward_error, "grad": weight.grad,
+        }  # fmt: skip
+    try:
+        on_meta(
+            max_norm_lookup,
+            case["weight"].clone().requires_grad_(True),
+            case["indices"],
+            case["max_norm"],
+            case["norm_type"],
         )
-        assert torch.allclose(rows_q3.detach().cpu(), expected_rows, atol=1e-5), (
+        seen["meta"] = None
+    except AssertionError as error:
+        seen["meta"] = str(error)
+    return seen
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """Shape, dtype, nn.Embedding's values; weight unwritten; a gradient to the rows looked up."""
+    weight, indices = case["weight"], case["indices"]
+    max_norm, norm_type = case["max_norm"], case["norm_type"]
+    embedding_rows = nn.functional.embedding(
+        indices, weight.clone(), max_norm=max_norm, norm_type=norm_type
+    )
+    shape = (*indices.shape, weight.shape[1])
+    wrote_weight = explain("embedding-renorm-wrote-weight")
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        if device == "meta":
+            continue
+        rows = run["rows"]
+        assert isinstance(rows, TensorSeen) and rows.cls in ("Tensor", "Parameter"), (
+            "max_norm_lookup should return a tensor"
+        )
+        assert rows.shape == shape, f"the result should have shape {shape}"
+        assert rows.device_type == device, explain("wrong-device")
+        assert rows.dtype == weight.dtype, (
+            f"the result should be {weight.dtype}, like weight, got {rows.dtype}"
+        )
+        assert torch.allclose(rows.values, embedding_rows, atol=1e-5), (
             f"the values differ from nn.Embedding(max_norm={max_norm}, norm_type={norm_type})'s: "
             "rescale only the rows whose norm_type-norm is above max_norm. "
             + explain("embedding-renorm-in-forward")
         )
-        wrote_weight = explain("embedding-renorm-wrote-weight")
-        assert weight_q3._version == 0, f"weight._version moved: weight was written. {wrote_weight}"
-        assert torch.equal(weight_q3.detach().cpu(), weight_values), (
+        assert run["weight_version"] == 0, (
+            f"weight._version moved: weight was written. {wrote_weight}"
+        )
+        assert torch.equal(run["weight_after"].values, weight), (
             f"weight's values changed (a write hidden from _version?). {wrote_weight}"
         )
-        probe = torch.randn(*shape, dim, generator=generator, dtype=dtype).to(device)
-        assert rows_q3.requires_grad is True, (
-            f"the result of max_norm_lookup(weight, indices of shape {shape}, ...) does not "
-            "require grad, so no gradient reaches weight. " + explain("grad-never-reached")
+        assert rows.requires_grad is True, (
+            f"the result of max_norm_lookup(weight, indices of shape {tuple(indices.shape)}, ...) "
+            "does not require grad, so no gradient reaches weight. " + explain("grad-never-reached")
         )
-        (rows_q3 * probe).sum().backward()
-        assert weight_q3.grad is not None, "no gradient reached weight. " + explain(
-            "grad-never-reached"
+        assert run["backward_error"] is None, f"backward() raised: {run['backward_error']}"
+        grad = run["grad"]
+        assert isinstance(grad, TensorSeen) and grad.cls in ("Tensor", "Parameter"), (
+            "no gradient reached weight. " + explain("grad-never-reached")
         )
-        looked_up = torch.zeros(rows_count, dtype=torch.bool)
-        looked_up[indices_q3.flatten()] = True
-        reached = weight_q3.grad.detach().cpu().abs().sum(dim=1) > 0
-        assert torch.equal(reached[1:], looked_up[1:]), (
+        looked_up = torch.zeros(weight.shape[0], dtype=torch.bool)
+        looked_up[indices.flatten()] = True
+        reached = grad.values.abs().sum(dim=1) > 0
+        assert reached.any() and torch.equal(reached[1:], looked_up[1:]), (
             "the gradient should reach exactly the looked-up rows. " + explain("grad-never-reached")
         )
-    on_meta(
-        max_norm_lookup, torch.randn(5, 2, dtype=torch.float64), torch.tensor([[1, 4]]), 0.5, 1.0
-    )
+    assert seen["meta"] is None, seen["meta"]
+
+
+### END JUDGE
+probe_and_judge("q3", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -962,21 +1158,56 @@ assert choices["A"] == "reorder", (
     "A: only the reorder gives the rescaled rows without a copy (section 3). "
     + explain("embedding-renorm-in-forward")
 )
+
+
 ### BEGIN HIDDEN TESTS
-assert choices["B"] == "clone", (
-    "B: the values before the rescaling are only kept by a copy made before the lookup "
-    "(section 3). " + explain("embedding-renorm-in-forward")
-)
-assert choices["C"] == "renorm_first", (
-    "C: you cannot move the library's use, so rescale before it and keep max_norm out of "
-    "the lookup (section 3). " + explain("embedding-renorm-in-forward")
-)
-assert choices["D"] == "detach_clone", (
-    "D: .detach() shares the weight's version counter and is still saved for the hidden "
-    "state's gradient, so backward() still fails; no_grad cuts the hidden state's gradient "
-    "too; clone() sends a gradient to the embedding (section 3). "
-    + explain("embedding-renorm-in-forward")
-)
+def hidden_cases(rng):
+    """One case: the four situations are fixed."""
+    return [{}]
+
+
+def observe(case):
+    """Calls choose_fixes(); returns a plain copy of the dict (or its type's name)."""
+    choices = choose_fixes()
+    if not isinstance(choices, dict):
+        return {"type": type(choices).__name__}
+    return {"type": "dict", "choices": dict(choices)}
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """The keys, the options, and the fix for each of A, B, C and D."""
+    options = {"reorder", "clone", "renorm_first", "detach", "detach_clone", "no_grad"}
+    choices = seen.get("choices")
+    assert isinstance(choices, dict) and set(choices) == {"A", "B", "C", "D"}, (
+        "choose_fixes() should return a dict with the keys A, B, C, D"
+    )
+    assert all(isinstance(choice, str) for choice in choices.values()), (
+        f"each choice should be one of {sorted(options)}"
+    )
+    assert set(choices.values()) <= options, f"each choice should be one of {sorted(options)}"
+    assert choices["A"] == "reorder", (
+        "A: only the reorder gives the rescaled rows without a copy (section 3). "
+        + explain("embedding-renorm-in-forward")
+    )
+    assert choices["B"] == "clone", (
+        "B: the values before the rescaling are only kept by a copy made before the lookup "
+        "(section 3). " + explain("embedding-renorm-in-forward")
+    )
+    assert choices["C"] == "renorm_first", (
+        "C: you cannot move the library's use, so rescale before it and keep max_norm out of "
+        "the lookup (section 3). " + explain("embedding-renorm-in-forward")
+    )
+    assert choices["D"] == "detach_clone", (
+        "D: .detach() shares the weight's version counter and is still saved for the hidden "
+        "state's gradient, so backward() still fails; no_grad cuts the hidden state's gradient "
+        "too; clone() sends a gradient to the embedding (section 3). "
+        + explain("embedding-renorm-in-forward")
+    )
+
+
+### END JUDGE
+probe_and_judge("q4", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
