@@ -654,27 +654,12 @@ def ratio_features(
 """Checks ratio_features: values, gradient through k (by hand), device (on meta) and dtype."""
 
 
-def _expected_features(paramn_, param_max, param_min, weights):
-    """Returns the features and d(weights · features)/d paramn_, derived by hand."""
-    lo, span = param_min.to(paramn_.dtype), (param_max - param_min).to(paramn_.dtype)
-    r1 = paramn_[0] * span[0] + lo[0]
-    r2 = paramn_[1] * span[1] + lo[1]
-    values = (torch.stack([r1, r2, r1 / r2]) - lo) / span
-    # d kn / d R1n = (1 / R2) · span[0] / span[2]; d kn / d R2n = -(R1 / R2²) · span[1] / span[2]
-    grad = torch.stack(
-        [
-            weights[0] + weights[2] * span[0] / (r2 * span[2]),
-            weights[1] - weights[2] * r1 * span[1] / (r2**2 * span[2]),
-        ]
-    )
-    return values, grad
-
-
-def _check_features(paramn_values, param_max, param_min, weights, device, dtype):
+def _check_features(paramn_values, param_max, param_min, weights, device, dtype, values, grad):
+    """Calls ratio_features and compares with the values and gradient worked out by hand."""
     paramn_ = nn.Parameter(paramn_values.to(device, dtype))
     param_max, param_min, weights = param_max.to(device), param_min.to(device), weights.to(device)
     features = ratio_features(paramn_, param_max, param_min)
-    values, grad = _expected_features(paramn_.detach(), param_max, param_min, weights.to(dtype))
+    values, grad = values.to(device, dtype), grad.to(device, dtype)
     assert isinstance(features, torch.Tensor) and features.shape == (3,), (
         "return a tensor of shape (3,)"
     )
@@ -701,13 +686,16 @@ def _check_features(paramn_values, param_max, param_min, weights, device, dtype)
 
 
 seed_max, seed_min = torch.tensor([2, 4, 2]), torch.tensor([1, 2, 0])
+# R1 = 1.5, R2 = 3.5, k = 3/7: features [0.5, 0.75, (3/7) / 2]; the gradient of their sum is
+# [1 + (1/R2)·1/2, 1 - (R1/R2²)·2/2] = [1 + 1/7, 1 - 1.5/12.25].
+example_values = torch.tensor([0.5, 0.75, 3 / 14], dtype=torch.float64)
+example_grad = torch.tensor([1 + 1 / 7, 1 - 1.5 / 12.25], dtype=torch.float64)
 for device in devices():
-    _check_features(
-        torch.tensor([0.5, 0.75]), seed_max, seed_min, torch.ones(3), device, torch.float32
-    )
-    _check_features(
-        torch.tensor([0.5, 0.75]), seed_max, seed_min, torch.ones(3), device, torch.float64
-    )
+    for dtype in (torch.float32, torch.float64):
+        _check_features(
+            torch.tensor([0.5, 0.75]), seed_max, seed_min, torch.ones(3), device, dtype,
+            example_values, example_grad,
+        )  # fmt: skip
 paramn_ = nn.Parameter(torch.tensor([0.5, 0.75]))
 features = on_meta(ratio_features, paramn_, seed_max, seed_min)
 assert features.shape == (3,) and features.requires_grad, "on meta too, a (3,) tensor with a graph"
@@ -766,6 +754,22 @@ def observe(case):
 
 
 ### BEGIN JUDGE
+def _expected_features(paramn_, param_max, param_min, weights):
+    """Returns the features and d(weights · features)/d paramn_, derived by hand."""
+    lo, span = param_min.to(paramn_.dtype), (param_max - param_min).to(paramn_.dtype)
+    r1 = paramn_[0] * span[0] + lo[0]
+    r2 = paramn_[1] * span[1] + lo[1]
+    values = (torch.stack([r1, r2, r1 / r2]) - lo) / span
+    # d kn / d R1n = (1 / R2) · span[0] / span[2]; d kn / d R2n = -(R1 / R2²) · span[1] / span[2]
+    grad = torch.stack(
+        [
+            weights[0] + weights[2] * span[0] / (r2 * span[2]),
+            weights[1] - weights[2] * r1 * span[1] / (r2**2 * span[2]),
+        ]
+    )
+    return values, grad
+
+
 def judge(seen, case):
     """Values and gradient against the hand derivation; device, dtype, graph and leaf."""
     dtype = getattr(torch, case["dtype"])
