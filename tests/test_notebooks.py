@@ -145,25 +145,8 @@ def test_every_drawing_fits_the_page(source_reports, assignment: str):
     assert not too_wide, f"drawings wider than {PAGE_WIDTH_PT} pt: {too_wide}"
 
 
-# Lead's rewrite of notebook 02's graded cells: q2-tests and q4-tests end in a bare on_meta(...).
-_BARE_VALUE_KNOWN = {"02_version_counter"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "assignment",
-    [
-        pytest.param(
-            assignment,
-            marks=pytest.mark.xfail(
-                strict=True, reason="q2-tests and q4-tests end in a bare on_meta(...)"
-            ),
-        )
-        if assignment in _BARE_VALUE_KNOWN
-        else assignment
-        for assignment in ASSIGNMENTS
-    ],
-)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_graded_test_cells_print_no_bare_value(source_reports, assignment: str):
     """A test cell that ends in an expression shows its value in the notebook and the feedback."""
     printing = [
