@@ -1,12 +1,15 @@
-"""Autograde and write feedback for one student at a time, with kernels from a zygote.
+"""Autograde one student at a time, with kernels from a zygote, without the gradebook.
 
-:class:`Grader` is one grading process: nbgrader's API with this course's hardened
-steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` before nbgrader's
-OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute` instead of
-Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is forked
-from. A student whose grading fails gets a status and a message; the rest of the class is
-graded.
-:mod:`autograder.pipeline.parallel` runs several graders side by side.
+:class:`Grader` is what one grading worker runs: nbgrader's autograde with this course's
+hardened steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` before
+nbgrader's OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute`
+instead of Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is
+forked from. It grades in a scratch course of its own, made from an
+:class:`~autograder.pipeline.reference.AssignmentReference` (no course folder, no
+gradebook), and stops before nbgrader's gradebook steps (:func:`split_autograde_steps`):
+it returns the graded notebook as bytes, and the process that started the run records it
+(:mod:`autograder.pipeline.record`). A student whose grading fails gets a status and a
+message; the rest of the class is graded.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import contextlib
 import dataclasses
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -34,6 +38,7 @@ from traitlets.config import Config
 
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
+from autograder.pipeline.reference import AssignmentReference, scratch_course
 from autograder.preprocessors.execute import SandboxedExecute
 from autograder.preprocessors.restore import RestoreFromSource
 from autograder.sandbox import provisioner, zygote
@@ -41,8 +46,12 @@ from autograder.sandbox.bwrap import Sandbox
 from autograder.sandbox.limits import Limits
 from autograder.submission import ERROR, OK, Submission, outcome
 
-# SQLite waits this long for another grading process's write instead of failing.
+# SQLite waits this long for another process's write (formgrader, say) instead of failing.
 GRADEBOOK_TIMEOUT = 120
+# The first of nbgrader's autograde steps that writes the gradebook: it and the steps
+# after it run where the gradebook is (the process that started the run), those before
+# it on the workers.
+FIRST_GRADEBOOK_STEP = SaveAutoGrades
 
 
 def grading_config(course: Course, limits: Limits) -> Config:
@@ -93,40 +102,94 @@ def forked_kernels(kernels: zygote.Zygote) -> Iterator[None]:
         factory.default_provisioner_name = previous
 
 
+def split_autograde_steps(config: Config) -> tuple[list, list]:
+    """Splits ``config``'s autograde steps into the workers' and the gradebook's.
+
+    Args:
+        config: Settings from :func:`grading_config`.
+
+    Returns:
+        ``(execute, record)``: the steps before :data:`FIRST_GRADEBOOK_STEP` (they run the
+        notebook and change it) and the rest (they write the gradebook, in order).
+    """
+    steps = list(config.Autograde.autograde_preprocessors)
+    cut = steps.index(FIRST_GRADEBOOK_STEP)
+    return steps[:cut], steps[cut:]
+
+
+@dataclass(frozen=True)
+class StudentNotebook:
+    """One student to grade, as a worker receives it: no path, the notebook's bytes.
+
+    Attributes:
+        submission: The student and their status after collection (``ok``).
+        notebook: Their collected notebook, as collect left it in ``submitted/``.
+    """
+
+    submission: Submission
+    notebook: bytes
+
+
+@dataclass(frozen=True)
+class GradedNotebook:
+    """What a worker returns for one student.
+
+    Attributes:
+        submission: The student with the status and message grading gave; ``graded`` says
+            whether nbgrader ran the notebook to the end of its steps.
+        notebook: The graded notebook (bytes), to record; None when grading failed.
+        sandbox: How the worker isolated the student's kernel (one line).
+    """
+
+    submission: Submission
+    notebook: bytes | None
+    sandbox: str = ""
+
+
 def _last_lines(text: str, count: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
 class Grader:
-    """Grades students of one assignment one at a time, in this process.
+    """Grades students of one assignment one at a time, in this process, in a scratch course.
 
     Args:
-        course: The course, with the assignment released (in the gradebook).
-        assignment: The assignment id.
+        reference: The assignment, as the process that started the run read it.
         limits: Limits on each student's kernel.
         sandbox: How kernels are isolated.
-        kernels: The zygote to fork kernels from, possibly still starting; :meth:`start`
-            makes one when None.
+        kernels: The zygote to fork kernels from, possibly still starting (it stays the
+            caller's to close); :meth:`start` makes one when None.
+        folder: Where to lay out the scratch course (a new temporary folder when None).
     """
 
     def __init__(
         self,
-        course: Course,
-        assignment: str,
+        reference: AssignmentReference,
         limits: Limits,
         sandbox: Sandbox,
         kernels: zygote.Zygote | None = None,
+        folder: Path | None = None,
     ) -> None:
-        self.course = course
-        self.assignment = assignment
+        self.reference = reference
+        self.assignment = reference.assignment
         self.limits = limits
         self.sandbox = sandbox
-        self.api = course.api(grading_config(course, limits))
-        self._stack = contextlib.ExitStack()
         self.zygote = kernels
+        self._stack = contextlib.ExitStack()
+        self._folder = folder
+        self.course: Course | None = None
+        self.api = None
 
     def start(self) -> None:
-        """Waits for the zygote (started here when none was given) to be ready."""
+        """Lays out the scratch course, and waits for the zygote (started here if none)."""
+        folder = self._folder
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="autograder-course-"))
+            self._stack.callback(remove_tree, folder)
+        self.course = scratch_course(self.reference, folder)
+        config = grading_config(self.course, self.limits)
+        config.Autograde.autograde_preprocessors, _ = split_autograde_steps(config)
+        self.api = self.course.api(config)
         if self.zygote is None:
             run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
             self._stack.callback(remove_tree, run_dir)
@@ -137,7 +200,7 @@ class Grader:
         self._stack.enter_context(forked_kernels(self.zygote))
 
     def close(self) -> None:
-        """Stops the zygote if this grader started it."""
+        """Removes the scratch course, and stops the zygote if this grader started it."""
         self._stack.close()
 
     def __enter__(self) -> Grader:
@@ -147,30 +210,33 @@ class Grader:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def autograde(self, submission: Submission) -> Submission:
-        """Autogrades one collected student; returns the submission with its outcome."""
+    def grade(self, student: StudentNotebook) -> GradedNotebook:
+        """Autogrades one student; returns their graded notebook and outcome."""
+        submission = dataclasses.replace(student.submission, graded=False)
         if submission.status != OK:
-            return submission
-        submission = dataclasses.replace(submission, graded=False)
-        student = submission.student_id
-        if self.zygote is not None and not self.zygote.alive():
-            self.zygote.restart()  # an earlier student's code took it down
-        graded = self.api.autograde(self.assignment, student, force=True, create=True)
-        if not graded["success"]:
-            message = "autograde failed: " + _last_lines(graded.get("error") or graded["log"])
-            return dataclasses.replace(submission, status=ERROR, message=message)
-        notebook = self.course.autograded_notebook(student, self.assignment)
-        status, message = outcome(nbformat.read(notebook, as_version=4))
+            return GradedNotebook(submission, None, self.sandbox.describe())
+        assert self.course is not None and self.api is not None, "start() first"
+        student_id = submission.student_id
+        submitted = self.course.submitted_folder(student_id, self.assignment)
+        try:
+            submitted.mkdir(parents=True)
+            (submitted / f"{self.assignment}.ipynb").write_bytes(student.notebook)
+            if self.zygote is not None and not self.zygote.alive():
+                self.zygote.restart()  # an earlier student's code took it down
+            graded = self.api.autograde(self.assignment, student_id, force=True, create=True)
+            if not graded["success"]:
+                log = _last_lines(graded.get("error") or graded["log"])
+                failed = dataclasses.replace(
+                    submission, status=ERROR, message="autograde failed: " + log
+                )
+                return GradedNotebook(failed, None, self.sandbox.describe())
+            path = self.course.autograded_notebook(student_id, self.assignment)
+            content = path.read_bytes()
+        finally:
+            # The scratch course keeps no student: each is graded once and sent back.
+            remove_tree(self.course.submitted / student_id)
+            remove_tree(self.course.root / "autograded" / student_id)
+        status, message = outcome(nbformat.reads(content.decode(), as_version=4))
         joined = "; ".join(part for part in (submission.message, message) if part)
-        return dataclasses.replace(submission, status=status, message=joined, graded=True)
-
-    def feedback(self, submission: Submission) -> Submission:
-        """Writes one graded student's feedback HTML (hidden tests removed)."""
-        if not submission.graded:
-            return submission
-        result = self.api.generate_feedback(self.assignment, submission.student_id, force=True)
-        if result["success"]:
-            return submission
-        problem = "feedback failed: " + _last_lines(result.get("error") or result["log"])
-        message = "; ".join(part for part in (submission.message, problem) if part)
-        return dataclasses.replace(submission, message=message)
+        done = dataclasses.replace(submission, status=status, message=joined, graded=True)
+        return GradedNotebook(done, content, self.sandbox.describe())
