@@ -34,7 +34,6 @@ from autograder.pipeline.worker import (
     current_worker,
     grade_batch,
     install,
-    prepare,
 )
 from autograder.sandbox.bwrap import Sandbox
 from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
@@ -257,8 +256,8 @@ class DaskExecutor:
 
         if not students:
             return
-        # Every worker starts its zygote now (a refusal stops the run here).
-        self.client.run(prepare, settings)
+        # Each worker makes itself ready (its zygote) in its first task, not in
+        # client.run: that would hold the worker's event loop while nbgrader imports.
         shared = self.client.scatter(reference, broadcast=True, hash=True)
         run = uuid.uuid4().hex[:8]
         pending = {}

@@ -87,7 +87,8 @@ class GradingWorker:
     def launch(self) -> None:
         """Starts the zygote without waiting for it (it imports torch for seconds)."""
         if self.zygote is None:
-            run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+            # Inside this worker's folder: whatever a killed worker leaves is in one place.
+            run_dir = self.folder / "zygote"
             self.zygote = Zygote(self.sandbox, run_dir, self.settings.limits)
             self.zygote.launch()
 
@@ -122,7 +123,6 @@ class GradingWorker:
             self.grader = None
         if self.zygote is not None and self._own_zygote:
             self.zygote.close()
-            remove_tree(self.zygote.run_dir)
         remove_tree(self.folder)
 
 
@@ -170,15 +170,6 @@ def current_worker(settings: WorkerSettings) -> GradingWorker:
             warnings.filterwarnings("ignore", module="nbgrader")
             install(GradingWorker(settings)).launch()
         return _worker
-
-
-def prepare(settings: WorkerSettings) -> str:
-    """Makes this process ready to grade (a Dask worker, before its first task).
-
-    Returns:
-        How this worker isolates student code (one line).
-    """
-    return current_worker(settings).sandbox.describe()
 
 
 def grade_batch(
