@@ -9,6 +9,7 @@ middle of a batch. One class, graded once, serves every test here.
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import shutil
@@ -31,8 +32,14 @@ from autograder.authoring.wrong_answers import FIXTURES, submissions_folder
 from autograder.course import Course, assignment_ids
 from autograder.errors import SandboxError
 from autograder.kernel.fs import remove_tree
-from autograder.pipeline.autograde import GradedNotebook
+from autograder.pipeline.autograde import (
+    FIRST_GRADEBOOK_STEP,
+    GradedNotebook,
+    grading_config,
+    split_autograde_steps,
+)
 from autograder.pipeline.executors import BATCH_SIZE, DaskExecutor, batches
+from autograder.pipeline.export import csv_cell
 from autograder.pipeline.record import Recorder
 from autograder.pipeline.reference import read_reference, scratch_course
 from autograder.pipeline.run import GradingResult, grade_class
@@ -246,8 +253,11 @@ def cluster_graded(dask_cluster, tmp_path_factory) -> ClusterRun:
 
 
 def _rows(result: GradingResult) -> dict[str, dict[str, str]]:
-    with result.csv.open() as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
+    """The rows of one grading run as its CSV had them (a later run rewrites the file)."""
+    return {
+        row["student_id"]: {column: str(csv_cell(value)) for column, value in row.items()}
+        for row in result.rows
+    }
 
 
 @pytest.mark.slow
@@ -380,3 +390,16 @@ def test_students_are_sent_in_batches_of_the_batch_size():
     assert [len(batch) for batch in split] == [BATCH_SIZE, BATCH_SIZE, 1]
     assert [student for batch in split for student in batch] == students
     assert batches([], BATCH_SIZE) == []
+
+
+def test_no_step_a_worker_runs_writes_a_gradebook(tmp_path):
+    # Workers run nbgrader's sanitize steps and the steps before SaveAutoGrades; if an
+    # nbgrader upgrade made one of them write the gradebook, a worker's scratch gradebook
+    # would get what the real one should: fail here instead.
+    config = grading_config(Course.at(tmp_path), Limits())
+    executed, recorded = split_autograde_steps(config)
+    assert recorded[0] is FIRST_GRADEBOOK_STEP
+    for step in [*config.Autograde.sanitize_preprocessors, *executed]:
+        source = inspect.getsource(inspect.getmodule(step))
+        writes = [word for word in ("commit(", "update_or_create") if word in source]
+        assert writes == [], f"{step.__name__} writes the gradebook: {writes}"
