@@ -5,11 +5,12 @@ hardened steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` bef
 nbgrader's OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute`
 instead of Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is
 forked from. It grades in a scratch course of its own, made from an
-:class:`~autograder.pipeline.reference.AssignmentReference` (no course folder, no
-gradebook), and stops before nbgrader's gradebook steps (:func:`split_autograde_steps`):
-it returns the graded notebook as bytes, and the process that started the run records it
-(:mod:`autograder.pipeline.record`). A student whose grading fails gets a status and a
-message; the rest of the class is graded.
+:class:`~autograder.pipeline.reference.AssignmentReference` (no course folder, and a
+private gradebook that is thrown away), and returns the graded notebook and the rendered
+feedback as bytes; the process that started the run records them
+(:mod:`autograder.pipeline.record`), running only nbgrader's gradebook steps
+(:func:`split_autograde_steps`) on the real gradebook. A student whose grading fails gets
+a status and a message; the rest of the class is graded.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ GRADEBOOK_TIMEOUT = 120
 # after it run where the gradebook is (the process that started the run), those before
 # it on the workers.
 FIRST_GRADEBOOK_STEP = SaveAutoGrades
+# A student's rendered feedback travels back up to this size (it holds their outputs,
+# each cell's cut to the output limit); larger, the recording process renders it.
+MAX_FEEDBACK_BYTES = 100 * 2**20
 
 
 def grading_config(course: Course, limits: Limits) -> Config:
@@ -110,7 +114,8 @@ def split_autograde_steps(config: Config) -> tuple[list, list]:
 
     Returns:
         ``(execute, record)``: the steps before :data:`FIRST_GRADEBOOK_STEP` (they run the
-        notebook and change it) and the rest (they write the gradebook, in order).
+        notebook and change it: workers run them) and the rest (they write the gradebook,
+        in order: the recording process runs them).
     """
     steps = list(config.Autograde.autograde_preprocessors)
     cut = steps.index(FIRST_GRADEBOOK_STEP)
@@ -139,11 +144,17 @@ class GradedNotebook:
             whether nbgrader ran the notebook to the end of its steps.
         notebook: The graded notebook (bytes), to record; None when grading failed.
         sandbox: How the worker isolated the student's kernel (one line).
+        feedback: The files of the student's feedback folder, by relative path, when it
+            was asked for and rendered; scored from the worker's scratch gradebook, so
+            the recording process checks that the real one holds nothing else.
+        feedback_problem: Why the feedback could not be rendered ("" when it was).
     """
 
     submission: Submission
     notebook: bytes | None
     sandbox: str = ""
+    feedback: dict[str, bytes] | None = None
+    feedback_problem: str = ""
 
 
 def _last_lines(text: str, count: int = 5) -> str:
@@ -187,9 +198,9 @@ class Grader:
             folder = Path(tempfile.mkdtemp(prefix="autograder-course-"))
             self._stack.callback(remove_tree, folder)
         self.course = scratch_course(self.reference, folder)
-        config = grading_config(self.course, self.limits)
-        config.Autograde.autograde_preprocessors, _ = split_autograde_steps(config)
-        self.api = self.course.api(config)
+        # nbgrader's whole autograde runs here, its gradebook steps against the scratch
+        # gradebook (thrown away), so that feedback can be rendered here too.
+        self.api = self.course.api(grading_config(self.course, self.limits))
         if self.zygote is None:
             run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
             self._stack.callback(remove_tree, run_dir)
@@ -210,14 +221,20 @@ class Grader:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def grade(self, student: StudentNotebook) -> GradedNotebook:
-        """Autogrades one student; returns their graded notebook and outcome."""
+    def grade(self, student: StudentNotebook, feedback: bool = False) -> GradedNotebook:
+        """Autogrades one student; returns their graded notebook and outcome.
+
+        Args:
+            student: The student and their notebook.
+            feedback: Also render their feedback (the HTML, hidden tests removed).
+        """
         submission = dataclasses.replace(student.submission, graded=False)
         if submission.status != OK:
             return GradedNotebook(submission, None, self.sandbox.describe())
         assert self.course is not None and self.api is not None, "start() first"
         student_id = submission.student_id
         submitted = self.course.submitted_folder(student_id, self.assignment)
+        rendered, problem = None, ""
         try:
             submitted.mkdir(parents=True)
             (submitted / f"{self.assignment}.ipynb").write_bytes(student.notebook)
@@ -232,11 +249,29 @@ class Grader:
                 return GradedNotebook(failed, None, self.sandbox.describe())
             path = self.course.autograded_notebook(student_id, self.assignment)
             content = path.read_bytes()
+            if feedback:
+                rendered, problem = self._feedback(student_id)
         finally:
             # The scratch course keeps no student: each is graded once and sent back.
-            remove_tree(self.course.submitted / student_id)
-            remove_tree(self.course.root / "autograded" / student_id)
+            for folder in (self.course.submitted, self.course.root / "autograded"):
+                remove_tree(folder / student_id)
+            remove_tree(self.course.feedback / student_id)
         status, message = outcome(nbformat.reads(content.decode(), as_version=4))
         joined = "; ".join(part for part in (submission.message, message) if part)
         done = dataclasses.replace(submission, status=status, message=joined, graded=True)
-        return GradedNotebook(done, content, self.sandbox.describe())
+        return GradedNotebook(done, content, self.sandbox.describe(), rendered, problem)
+
+    def _feedback(self, student_id: str) -> tuple[dict[str, bytes] | None, str]:
+        """Renders a graded student's feedback; returns its files, or why it failed."""
+        result = self.api.generate_feedback(self.assignment, student_id, force=True)
+        if not result["success"]:
+            return None, "feedback failed: " + _last_lines(result.get("error") or result["log"])
+        folder = self.course.feedback / student_id / self.assignment
+        files, total = {}, 0
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+                if total > MAX_FEEDBACK_BYTES:
+                    return None, ""  # too large to send: the recording process renders it
+                files[str(path.relative_to(folder))] = path.read_bytes()
+        return files, ""

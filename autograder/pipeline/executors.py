@@ -33,6 +33,7 @@ from autograder.pipeline.worker import (
     WorkerSettings,
     current_worker,
     grade_batch,
+    hold,
     install,
 )
 from autograder.sandbox.bwrap import Sandbox
@@ -258,8 +259,11 @@ class DaskExecutor:
             return
         # Each worker makes itself ready (its zygote) in its first task, not in
         # client.run: that would hold the worker's event loop while nbgrader imports.
-        shared = self.client.scatter(reference, broadcast=True, hash=True)
         run = uuid.uuid4().hex[:8]
+        # A task that returns the reference, rather than scattered data: a worker that dies
+        # holding it loses nothing (the scheduler runs the task again); workers fetch it
+        # from one another once, not once per batch.
+        shared = self.client.submit(hold, reference, key=f"reference-{reference.digest}-{run}")
         pending = {}
         for batch in batches(students, self.batch_size):
             first = batch[0].submission.student_id

@@ -108,8 +108,10 @@ def grade_students(
     done: dict[str, Submission] = {}
     recorder = Recorder(course, assignment, limits)
 
-    def finish(submission: Submission) -> None:
-        if FEEDBACK in steps:
+    def finish(submission: Submission, result: GradedNotebook | None = None) -> None:
+        if FEEDBACK in steps and result is not None:
+            submission = recorder.write_feedback(submission, result)
+        elif FEEDBACK in steps:
             submission = recorder.feedback(submission)
         done[submission.student_id] = submission
         progress.done(submission)
@@ -153,4 +155,4 @@ def _record(
         return
     if seen_sandboxes is not None and result.sandbox:
         seen_sandboxes.add(result.sandbox)
-    finish(recorder.record(result))
+    finish(recorder.record(result), result)

@@ -132,8 +132,47 @@ class Recorder:
             )
         return dataclasses.replace(submission, graded=True)
 
+    def write_feedback(self, submission: Submission, result: GradedNotebook) -> Submission:
+        """Writes the feedback a worker rendered for a student just recorded.
+
+        The worker scored it from its scratch gradebook, which has what autograde wrote
+        and nothing else; where the real gradebook holds more for this student (a late
+        penalty, a score or comment an instructor gave in formgrader), or the worker sent
+        none, the feedback is rendered here instead.
+        """
+        if not submission.graded:
+            return submission
+        if result.feedback_problem:
+            message = _joined(submission.message, result.feedback_problem)
+            return dataclasses.replace(submission, message=message)
+        if result.feedback is None or self._graded_by_hand(submission.student_id):
+            return self.feedback(submission)
+        folder = self.course.feedback / submission.student_id / self.assignment
+        remove_tree(folder)
+        for relative, content in result.feedback.items():
+            target = folder / relative
+            if folder not in target.resolve().parents:
+                continue  # a path a worker should never send
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        return submission
+
+    def _graded_by_hand(self, student: str) -> bool:
+        """Whether the gradebook has more for ``student`` than autograde wrote."""
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.course.gradebook_url()) as gradebook:
+            for notebook in gradebook.find_submission(self.assignment, student).notebooks:
+                if notebook.late_submission_penalty:
+                    return True
+                if any(grade.manual_score is not None for grade in notebook.grades):
+                    return True
+                if any(comment.manual_comment for comment in notebook.comments):
+                    return True
+        return False
+
     def feedback(self, submission: Submission) -> Submission:
-        """Writes one graded student's feedback HTML (hidden tests removed)."""
+        """Renders and writes one graded student's feedback HTML (hidden tests removed)."""
         if not submission.graded:
             return submission
         result = self.api.generate_feedback(self.assignment, submission.student_id, force=True)

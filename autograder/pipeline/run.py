@@ -119,7 +119,7 @@ def autograde_class(
     if executor is None:
         executor = LocalExecutor(jobs, zygotes, course_sandbox(course, enabled=sandbox))
     remote = executor.name != LocalExecutor.name
-    settings = WorkerSettings(limits, sandbox=sandbox, require_sandbox=remote)
+    settings = WorkerSettings(limits, sandbox=sandbox, require_sandbox=remote, feedback=feedback)
     seen: set[str] = set()
     graded = grade_students(
         course,

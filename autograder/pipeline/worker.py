@@ -43,11 +43,21 @@ class WorkerSettings:
         sandbox: Whether student code must run in bubblewrap (False: ``--no-sandbox``).
         require_sandbox: Refuse to grade where bubblewrap does not work, rather than grade
             with the sandbox off (remote workers: nobody would see it on their machine).
+        feedback: Also render each student's feedback.
     """
 
     limits: Limits
     sandbox: bool = True
     require_sandbox: bool = False
+    feedback: bool = False
+
+    def same_zygote(self, other: WorkerSettings) -> bool:
+        """Whether a worker set up for ``other`` can grade with these settings as it is."""
+        return (self.limits, self.sandbox, self.require_sandbox) == (
+            other.limits,
+            other.sandbox,
+            other.require_sandbox,
+        )
 
 
 class GradingWorker:
@@ -114,7 +124,7 @@ class GradingWorker:
     ) -> list[GradedNotebook]:
         """Grades a batch of students; one student's failure does not stop the others."""
         grader = self.grader_for(reference)
-        return [_grade_one(grader, student) for student in batch]
+        return [_grade_one(grader, student, self.settings.feedback) for student in batch]
 
     def close(self) -> None:
         """Stops the zygote (if started here) and removes this worker's folders."""
@@ -126,9 +136,9 @@ class GradingWorker:
         remove_tree(self.folder)
 
 
-def _grade_one(grader: Grader, student: StudentNotebook) -> GradedNotebook:
+def _grade_one(grader: Grader, student: StudentNotebook, feedback: bool) -> GradedNotebook:
     try:
-        return grader.grade(student)
+        return grader.grade(student, feedback=feedback)
     except Exception as error:  # one student's failure must not stop the class
         # The status file keeps one line; the traceback goes to the log for whoever
         # has to find out why.
@@ -162,14 +172,21 @@ def current_worker(settings: WorkerSettings) -> GradingWorker:
     """
     global _worker
     with _worker_lock:
-        if _worker is not None and _worker.settings != settings:
+        if _worker is not None and not _worker.settings.same_zygote(settings):
             _worker.close()  # another run, with other limits, on a long-lived Dask worker
             _worker = None
+        if _worker is not None:
+            _worker.settings = settings
         if _worker is None:
             # As in the command line: nbgrader's gradebook warns about its own internals.
             warnings.filterwarnings("ignore", module="nbgrader")
             install(GradingWorker(settings)).launch()
         return _worker
+
+
+def hold(value: object) -> object:
+    """Returns ``value``: a task whose result is data every batch needs."""
+    return value
 
 
 def grade_batch(
