@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dask
+import distributed  # noqa: F401  (its config defaults, before dask.config.set below)
 import psutil
 import pytest
 from nbgrader.api import Gradebook
@@ -46,8 +47,9 @@ from autograder.submission import OK, Submission, load_status
 ASSIGNMENTS = assignment_ids()
 KILLED_IN = ASSIGNMENTS[0]
 START_TIMEOUT = 120  # seconds for the scheduler and the workers to come up on a busy machine
-# Dask's 30 s to connect is short on a machine that other test runs share.
-CONNECT_TIMEOUT = "120s"
+# Dask's 30 s to connect, and to hear from a peer, are short on a machine that other test
+# runs share (its scheduler was seen unresponsive for 30 s there).
+TIMEOUTS = {"distributed.comm.timeouts.connect": "120s", "distributed.comm.timeouts.tcp": "300s"}
 
 
 def _expected(assignment: str) -> dict[str, dict[str, str]]:
@@ -157,7 +159,11 @@ def dask_cluster(tmp_path_factory):
     """A scheduler and two workers, started as an instructor would, on 127.0.0.1 only."""
     folder = tmp_path_factory.mktemp("dask-cluster")
     dask_command = str(Path(sys.executable).with_name("dask"))
-    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": CONNECT_TIMEOUT}
+    env = {
+        **os.environ,
+        "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": TIMEOUTS["distributed.comm.timeouts.connect"],
+        "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP": TIMEOUTS["distributed.comm.timeouts.tcp"],
+    }
     scheduler_file = folder / "scheduler.json"
     processes = []
     logs = []
@@ -222,8 +228,8 @@ def cluster_graded(dask_cluster, tmp_path_factory) -> ClusterRun:
     """Every assignment's sample graded on the cluster, a worker killed during the first."""
     root = tmp_path_factory.mktemp("cluster-course")
     run = ClusterRun(Course.at(root / "course", release=root / "course" / "release"))
-    with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT}):
-        executor = DaskExecutor(dask_cluster)
+    config = dask.config.set(TIMEOUTS)
+    executor = DaskExecutor(dask_cluster)
     try:
         executor.client.wait_for_workers(2, timeout=START_TIMEOUT)
         for assignment in ASSIGNMENTS:
@@ -251,6 +257,7 @@ def cluster_graded(dask_cluster, tmp_path_factory) -> ClusterRun:
         )
     finally:
         executor.close()
+        config.__exit__(None, None, None)
         if run.killed.get("folder"):
             remove_tree(run.killed["folder"])  # what the killed worker could not remove
     return run

@@ -20,7 +20,7 @@ import dataclasses
 import itertools
 import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.sharedctypes import Synchronized
 
@@ -46,6 +46,7 @@ EXECUTORS = ("local", "dask")
 # nothing there; small batches keep both workers busy to the end of a class, show progress
 # often, and cost little when a worker dies (its batch is graded again).
 BATCH_SIZE = 2
+RESUBMISSIONS = 3  # tries of a batch whose result the scheduler lost
 CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
 WORKERS_TIMEOUT = 60  # seconds to wait for a first worker to join the scheduler
 
@@ -263,24 +264,40 @@ class DaskExecutor:
         # A task that returns the reference, rather than scattered data: a worker that dies
         # holding it loses nothing (the scheduler runs the task again); workers fetch it
         # from one another once, not once per batch.
-        shared = self.client.submit(hold, reference, key=f"reference-{reference.digest}-{run}")
-        pending = {}
-        for batch in batches(students, self.batch_size):
+        shared = [self.client.submit(hold, reference, key=f"reference-{run}-0")]
+        pending: dict[str, tuple[object, list[StudentNotebook], int]] = {}
+
+        def submit(batch: list[StudentNotebook], attempt: int) -> object:
+            if shared[-1].cancelled():  # lost with the scheduler connection: send it again
+                key = f"reference-{run}-{len(shared)}"
+                shared.append(self.client.submit(hold, reference, key=key))
             first = batch[0].submission.student_id
-            key = f"grade-{reference.assignment}-{first}-{run}"
-            future = self.client.submit(grade_batch, shared, batch, settings, key=key, pure=False)
-            pending[future.key] = (future, batch)
+            key = f"grade-{reference.assignment}-{first}-{run}-{attempt}"
+            future = self.client.submit(
+                grade_batch, shared[-1], batch, settings, key=key, pure=False
+            )
+            pending[future.key] = (future, batch, attempt)
+            return future
+
+        futures = dask_completed([submit(batch, 0) for batch in batches(students, self.batch_size)])
         try:
-            for future in dask_completed([future for future, _ in pending.values()]):
-                _, batch = pending.pop(future.key)
+            for future in futures:
+                _, batch, attempt = pending.pop(future.key)
                 try:
                     yield future.result()
                 except AutograderError:
                     raise  # the worker's machine cannot grade: the run stops and says why
+                except CancelledError as error:
+                    # The client lost the scheduler for a while (it reconnects by itself):
+                    # the batch's result is gone, not wrong; ask again.
+                    if attempt + 1 >= RESUBMISSIONS:
+                        yield _failed(batch, error)
+                    else:
+                        futures.add(submit(batch, attempt + 1))
                 except Exception as error:  # this batch only (its workers died too often)
                     yield _failed(batch, error)
         finally:
-            for future, _ in pending.values():
+            for future, _, _ in pending.values():
                 future.cancel()
 
     def close(self) -> None:
