@@ -41,10 +41,11 @@ from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygote
 from autograder.submission import ERROR
 
 EXECUTORS = ("local", "dask")
-# Students per Dask task. Measured (benchmarks/grading_bench.py, 2 local workers): a task's
-# round trip costs milliseconds against about a second per notebook, so batching gains
-# nothing there; small batches keep both workers busy to the end of a class, show progress
-# often, and cost little when a worker dies (its batch is graded again).
+# Students per Dask task. Measured on a 2-core machine at a load of 16: a task's round trip
+# with two 300 KB notebooks each way took 330 ms, against seconds per notebook under the
+# same load; Dask sends the next task before one ends, so that is mostly hidden. Small
+# batches keep every worker busy to the end of a class, show progress often, and cost
+# little when a worker dies (its batch is graded again). See docs/cluster.md.
 BATCH_SIZE = 2
 RESUBMISSIONS = 3  # tries of a batch whose result the scheduler lost
 CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
