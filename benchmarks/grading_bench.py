@@ -207,7 +207,9 @@ def main() -> None:
         if "dask" in args.runs:
             address = stack.enter_context(dask_cluster(Path(scratch)))
         for name, command in runs.items():
-            root = Path(scratch) / name.replace(" ", "_")
+            # A plain folder name: nbgrader matches course paths with regular expressions.
+            key = next(key for key, title in RUNS.items() if title == name)
+            root = Path(scratch) / key
             course = Course.at(root)
             make_class(course, assignments, args.students, root / "incoming")
             course.write_nbgrader_config()
