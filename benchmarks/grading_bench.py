@@ -111,9 +111,12 @@ def dask_cluster(folder: Path, workers: int = 2):
         )
     ]
     try:
-        while not scheduler_file.is_file():
+        address = ""
+        while not address:  # the file appears before the scheduler has written it
             time.sleep(0.2)
-        address = json.loads(scheduler_file.read_text())["address"]
+            if scheduler_file.is_file():
+                with contextlib.suppress(ValueError):
+                    address = json.loads(scheduler_file.read_text())["address"]
         for _ in range(workers):
             processes.append(
                 subprocess.Popen(

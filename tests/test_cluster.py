@@ -146,9 +146,15 @@ class ClusterRun:
     killed: dict = field(default_factory=dict)
 
 
-def _wait_for(path: Path, process: subprocess.Popen, log: Path) -> None:
+def _scheduler_address(path: Path, process: subprocess.Popen, log: Path) -> str:
+    """The address the scheduler wrote to its file (which appears before it is written)."""
     deadline = time.monotonic() + START_TIMEOUT
-    while not path.is_file():
+    while True:
+        if path.is_file():
+            try:
+                return json.loads(path.read_text())["address"]
+            except ValueError:
+                pass
         if process.poll() is not None or time.monotonic() > deadline:
             pytest.fail(f"the dask scheduler did not start:\n{log.read_text()[-2000:]}")
         time.sleep(0.2)
@@ -194,8 +200,7 @@ def dask_cluster(tmp_path_factory):
             "--scheduler-file",
             str(scheduler_file),
         )
-        _wait_for(scheduler_file, scheduler, logs[0])
-        address = json.loads(scheduler_file.read_text())["address"]
+        address = _scheduler_address(scheduler_file, scheduler, logs[0])
         for number in (1, 2):
             start(
                 f"worker-{number}",
