@@ -57,7 +57,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _course(args: argparse.Namespace) -> Course:
     # The repository is the instructor's course; --course grades in another folder.
-    return Course.at(Path(args.course)) if args.course else Course.repository()
+    root = Path(args.course) if args.course else Course.repository().root
+    return Course.at(root, db_url=args.db_url)
 
 
 def _add_assignment(command: argparse.ArgumentParser, submissions: bool = False) -> None:
@@ -71,6 +72,13 @@ def _add_assignment(command: argparse.ArgumentParser, submissions: bool = False)
 def _add_course_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--course", help="course folder (gradebook, submitted/, ...); default: the repository"
+    )
+    command.add_argument(
+        "--db-url",
+        metavar="URL",
+        help="the gradebook's database (nbgrader's db_url), for example "
+        "postgresql+psycopg://user@host/course for a gradebook shared in formgrader; "
+        "default: gradebook.db (SQLite) in the course folder",
     )
 
 
@@ -122,10 +130,13 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zygote]:
-    """Starts one zygote per job, before nbgrader is imported: both take seconds."""
+    """Starts one zygote per job, before nbgrader is imported: both take seconds.
+
+    Only for the local executor: Dask workers start their own.
+    """
     from autograder.sandbox.bwrap import course_sandbox
 
-    if students == 0:
+    if students == 0 or args.executor != "local":
         return []
     sandbox = course_sandbox(course, enabled=args.sandbox)
     jobs = max(1, min(args.jobs, students))
@@ -136,9 +147,25 @@ def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zyg
     return zygotes
 
 
+def _executor(args: argparse.Namespace):
+    """Connects to the Dask scheduler (or starts a local cluster) for ``--executor dask``.
+
+    Done before anything is collected: a scheduler that cannot be reached stops the
+    command at once. Returns None for the local executor (made by the pipeline).
+    """
+    if args.executor == "local":
+        if args.scheduler:
+            raise AutograderError("--scheduler is for --executor dask")
+        return None
+    from autograder.pipeline.executors import DaskExecutor
+
+    return DaskExecutor(args.scheduler, workers=args.jobs, batch_size=args.batch_size)
+
+
 def _autograde(args: argparse.Namespace) -> int:
     _require_device(args)
     course = _course(args)
+    executor = _executor(args)
     collected, _ = load_status(course, args.assignment)
     todo = [
         s
@@ -159,9 +186,12 @@ def _autograde(args: argparse.Namespace) -> int:
             zygotes=zygotes,
             only=args.student,
             progress=Progress(),
+            executor=executor,
         )
     finally:
         close_zygotes(zygotes)
+        if executor is not None:
+            executor.close()
     _print_students(students)
     return 0
 
@@ -170,7 +200,7 @@ def _feedback(args: argparse.Namespace) -> int:
     from autograder.pipeline.run import feedback_class
 
     course = _course(args)
-    feedback_class(course, args.assignment, jobs=args.jobs)
+    feedback_class(course, args.assignment)
     print(f"feedback: {course.feedback}/<student>/{args.assignment}/")
     return 0
 
@@ -199,6 +229,7 @@ def _report(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     _require_device(args)
     course = _course(args)
+    executor = _executor(args)
     folder = Path(args.submissions)
     entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
     zygotes = _launch(args, course, len(args.student) if args.student else len(entries))
@@ -216,9 +247,12 @@ def _grade(args: argparse.Namespace) -> int:
             zygotes=zygotes,
             only=args.student,
             progress=Progress(),
+            executor=executor,
         )
     finally:
         close_zygotes(zygotes)
+        if executor is not None:
+            executor.close()
     _print_rows(result.rows)
     print(f"grades:   {result.csv.relative_to(course.root)}")
     print(f"feedback: {result.feedback.relative_to(course.root)}/<student>/{args.assignment}/")
@@ -230,7 +264,32 @@ def _grade(args: argparse.Namespace) -> int:
 def _add_grading_options(command: argparse.ArgumentParser) -> None:
     defaults = Limits()
     _add_course_option(command)
-    command.add_argument("--jobs", type=int, default=1, help="students graded at once")
+    command.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="students graded at once (local processes; with --executor dask and no "
+        "--scheduler, the local cluster's workers)",
+    )
+    command.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="where students are graded: local processes (default) or the workers of a "
+        "Dask cluster; either way only this process writes the gradebook and the files",
+    )
+    command.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="the Dask scheduler to grade on (for example tcp://10.0.0.5:8786); without it, "
+        "--executor dask starts a local cluster of --jobs workers for the run",
+    )
+    command.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="students per Dask task (default: BATCH_SIZE of autograder.pipeline.executors)",
+    )
     command.add_argument(
         "--cell-timeout", type=int, default=defaults.cell_timeout, help="seconds per cell"
     )
@@ -315,7 +374,6 @@ def parser() -> argparse.ArgumentParser:
         "feedback", help="write feedback HTML for the graded students (hidden tests removed)"
     )
     _add_assignment(feedback_cmd)
-    feedback_cmd.add_argument("--jobs", type=int, default=1, help="students at once")
     _add_course_option(feedback_cmd)
     feedback_cmd.set_defaults(run=_feedback)
 

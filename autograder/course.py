@@ -68,20 +68,25 @@ class Course:
         solutions: The sources, ``NN_slug/NN_slug.py`` in jupytext percent format.
         source: Where the sources become nbgrader source notebooks.
         release: Where the student notebooks are generated.
+        db_url: The gradebook's database URL (nbgrader's ``db_url``), for a gradebook that
+            instructors share in formgrader (PostgreSQL, say); ``gradebook.db`` in
+            ``root`` (SQLite) when None.
     """
 
     root: Path
     solutions: Path
     source: Path
     release: Path
+    db_url: str | None = None
 
     @classmethod
-    def at(cls, root: Path, release: Path | None = None) -> Course:
+    def at(cls, root: Path, release: Path | None = None, db_url: str | None = None) -> Course:
         """Returns the course rooted at ``root``, with the repository's solutions.
 
         Args:
             root: The course directory.
             release: Where student notebooks go; ``root / "notebooks"`` when None.
+            db_url: The gradebook's database URL; SQLite in ``root`` when None.
         """
         root = root.resolve()
         return cls(
@@ -89,6 +94,7 @@ class Course:
             solutions=REPO / "solutions",
             source=root / "build" / "source",
             release=(release or root / "notebooks").resolve(),
+            db_url=db_url,
         )
 
     @classmethod
@@ -98,15 +104,17 @@ class Course:
 
     @property
     def gradebook(self) -> Path:
-        """The nbgrader database of this course."""
+        """The SQLite file of this course's gradebook (unused when ``db_url`` is set)."""
         return self.root / "gradebook.db"
 
     def gradebook_url(self, timeout: int | None = None) -> str:
-        """The gradebook's SQLAlchemy URL.
+        """The gradebook's SQLAlchemy URL: ``db_url``, or the SQLite file in the course.
 
         Args:
             timeout: Seconds SQLite waits for another process's write instead of failing.
         """
+        if self.db_url:
+            return self.db_url
         return f"sqlite:///{self.gradebook}" + (f"?timeout={timeout}" if timeout else "")
 
     @property
@@ -157,6 +165,7 @@ class Course:
             f"c.CourseDirectory.root = {str(self.root)!r}\n"
             f"c.CourseDirectory.source_directory = {str(self.source)!r}\n"
             f"c.CourseDirectory.release_directory = {str(self.release)!r}\n"
+            f"c.CourseDirectory.db_url = {self.gradebook_url()!r}\n"
         )
         return path
 
@@ -208,12 +217,13 @@ class Course:
         merged.CourseDirectory.db_url = self.gradebook_url()
         if config is not None:
             merged.merge(config)
-        _put_interpreter_bin_on_path()
+        put_interpreter_bin_on_path()
         coursedir = CourseDirectory(config=merged)
         return NbGraderAPI(coursedir=coursedir, config=merged)
 
 
-def _put_interpreter_bin_on_path() -> None:
+def put_interpreter_bin_on_path() -> None:
+    """Puts this interpreter's ``bin`` folder on PATH, where nbgrader looks for ``alembic``."""
     # nbgrader runs the `alembic` command by name to create a gradebook; when the pipeline
     # runs as `.venv/bin/python -m autograder`, .venv/bin is not on PATH by itself.
     bin_dir = str(Path(sys.executable).parent)

@@ -7,7 +7,7 @@ import multiprocessing.context
 import multiprocessing.forkserver
 
 # The module every grading process runs (and imports nbgrader once, in the forkserver).
-WORKER_MODULE = "autograder.pipeline.parallel"
+WORKER_MODULE = "autograder.pipeline.executors"
 
 
 def worker_context(start: bool = False) -> multiprocessing.context.ForkServerContext:

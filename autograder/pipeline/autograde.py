@@ -1,12 +1,16 @@
-"""Autograde and write feedback for one student at a time, with kernels from a zygote.
+"""Autograde one student at a time, with kernels from a zygote, without the gradebook.
 
-:class:`Grader` is one grading process: nbgrader's API with this course's hardened
-steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` before nbgrader's
-OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute` instead of
-Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is forked
-from. A student whose grading fails gets a status and a message; the rest of the class is
-graded.
-:mod:`autograder.pipeline.parallel` runs several graders side by side.
+:class:`Grader` is what one grading worker runs: nbgrader's autograde with this course's
+hardened steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` before
+nbgrader's OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute`
+instead of Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is
+forked from. It grades in a scratch course of its own, made from an
+:class:`~autograder.pipeline.reference.AssignmentReference` (no course folder, and a
+private gradebook that is thrown away), and returns the graded notebook and the rendered
+feedback as bytes; the process that started the run records them
+(:mod:`autograder.pipeline.record`), running only nbgrader's gradebook steps
+(:func:`split_autograde_steps`) on the real gradebook. A student whose grading fails gets
+a status and a message; the rest of the class is graded.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import dataclasses
 import logging
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -35,6 +40,7 @@ from traitlets.config import Config
 
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
+from autograder.pipeline.reference import AssignmentReference, scratch_course
 from autograder.preprocessors.execute import SandboxedExecute
 from autograder.preprocessors.restore import RestoreFromSource
 from autograder.sandbox import provisioner, zygote
@@ -43,16 +49,25 @@ from autograder.sandbox.limits import Limits
 from autograder.submission import ERROR, OK, Submission, one_line, outcome
 
 _log = logging.getLogger(__name__)
-# SQLite waits this long for another grading process's write instead of failing.
+# SQLite waits this long for another process's write (formgrader, say) instead of failing.
 GRADEBOOK_TIMEOUT = 120
+# The first of nbgrader's autograde steps that writes the gradebook: it and the steps
+# after it run where the gradebook is (the process that started the run), those before
+# it on the workers.
+FIRST_GRADEBOOK_STEP = SaveAutoGrades
+# A student's rendered feedback travels back up to this size (it holds their outputs,
+# each cell's cut to the output limit); larger, the recording process renders it.
+MAX_FEEDBACK_BYTES = 100 * 2**20
 
 
-def grading_config(course: Course, limits: Limits) -> Config:
+def grading_config(course: Course, limits: Limits, secret: str = "") -> Config:
     """Returns the nbgrader settings of a hardened autograde (merged over the course's).
 
     Args:
         course: The course: its released notebooks are the reference for the tests.
         limits: Time, memory and output limits.
+        secret: The course's grading secret, which seeds each student's hidden cases
+            (:mod:`autograder.pipeline.judge`); a worker's scratch course has none of its own.
     """
     config = Config()
     config.Autograde.sanitize_preprocessors = [
@@ -78,7 +93,7 @@ def grading_config(course: Course, limits: Limits) -> Config:
     # One output limit: SandboxedExecute's, applied while the cell runs (nbgrader's
     # LimitOutput, which cuts afterwards, is left out: a flood never reaches it).
     config.SandboxedExecute.max_output_chars = limits.output_chars
-    config.SandboxedExecute.judge_secret = course.grading_secret()
+    config.SandboxedExecute.judge_secret = secret
     config.CourseDirectory.db_url = course.gradebook_url(timeout=GRADEBOOK_TIMEOUT)
     return config
 
@@ -96,40 +111,102 @@ def forked_kernels(kernels: zygote.Zygote) -> Iterator[None]:
         factory.default_provisioner_name = previous
 
 
+def split_autograde_steps(config: Config) -> tuple[list, list]:
+    """Splits ``config``'s autograde steps into the workers' and the gradebook's.
+
+    Args:
+        config: Settings from :func:`grading_config`.
+
+    Returns:
+        ``(execute, record)``: the steps before :data:`FIRST_GRADEBOOK_STEP` (they run the
+        notebook and change it: workers run them) and the rest (they write the gradebook,
+        in order: the recording process runs them).
+    """
+    steps = list(config.Autograde.autograde_preprocessors)
+    cut = steps.index(FIRST_GRADEBOOK_STEP)
+    return steps[:cut], steps[cut:]
+
+
+@dataclass(frozen=True)
+class StudentNotebook:
+    """One student to grade, as a worker receives it: no path, the notebook's bytes.
+
+    Attributes:
+        submission: The student and their status after collection (``ok``).
+        notebook: Their collected notebook, as collect left it in ``submitted/``.
+    """
+
+    submission: Submission
+    notebook: bytes
+
+
+@dataclass(frozen=True)
+class GradedNotebook:
+    """What a worker returns for one student.
+
+    Attributes:
+        submission: The student with the status and message grading gave; ``graded`` says
+            whether nbgrader ran the notebook to the end of its steps.
+        notebook: The graded notebook (bytes), to record; None when grading failed.
+        sandbox: How the worker isolated the student's kernel (one line).
+        feedback: The files of the student's feedback folder, by relative path, when it
+            was asked for and rendered; scored from the worker's scratch gradebook, so
+            the recording process checks that the real one holds nothing else.
+        feedback_problem: Why the feedback could not be rendered ("" when it was).
+    """
+
+    submission: Submission
+    notebook: bytes | None
+    sandbox: str = ""
+    feedback: dict[str, bytes] | None = None
+    feedback_problem: str = ""
+
+
 def _last_lines(text: str, count: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
 class Grader:
-    """Grades students of one assignment one at a time, in this process.
+    """Grades students of one assignment one at a time, in this process, in a scratch course.
 
     Args:
-        course: The course, with the assignment released (in the gradebook).
-        assignment: The assignment id.
+        reference: The assignment, as the process that started the run read it.
         limits: Limits on each student's kernel.
         sandbox: How kernels are isolated.
-        kernels: The zygote to fork kernels from, possibly still starting; :meth:`start`
-            makes one when None.
+        kernels: The zygote to fork kernels from, possibly still starting (it stays the
+            caller's to close); :meth:`start` makes one when None.
+        folder: Where to lay out the scratch course (a new temporary folder when None).
     """
 
     def __init__(
         self,
-        course: Course,
-        assignment: str,
+        reference: AssignmentReference,
         limits: Limits,
         sandbox: Sandbox,
         kernels: zygote.Zygote | None = None,
+        folder: Path | None = None,
     ) -> None:
-        self.course = course
-        self.assignment = assignment
+        self.reference = reference
+        self.assignment = reference.assignment
         self.limits = limits
         self.sandbox = sandbox
-        self.api = course.api(grading_config(course, limits))
-        self._stack = contextlib.ExitStack()
         self.zygote = kernels
+        self._stack = contextlib.ExitStack()
+        self._folder = folder
+        self.course: Course | None = None
+        self.api = None
 
     def start(self) -> None:
-        """Waits for the zygote (started here when none was given) to be ready."""
+        """Lays out the scratch course, and waits for the zygote (started here if none)."""
+        folder = self._folder
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="autograder-course-"))
+            self._stack.callback(remove_tree, folder)
+        self.course = scratch_course(self.reference, folder)
+        # nbgrader's whole autograde runs here, its gradebook steps against the scratch
+        # gradebook (thrown away), so that feedback can be rendered here too.
+        secret = self.reference.grading_secret
+        self.api = self.course.api(grading_config(self.course, self.limits, secret))
         if self.zygote is None:
             run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
             self._stack.callback(remove_tree, run_dir)
@@ -140,7 +217,7 @@ class Grader:
         self._stack.enter_context(forked_kernels(self.zygote))
 
     def close(self) -> None:
-        """Stops the zygote if this grader started it."""
+        """Removes the scratch course, and stops the zygote if this grader started it."""
         self._stack.close()
 
     def __enter__(self) -> Grader:
@@ -150,33 +227,58 @@ class Grader:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def autograde(self, submission: Submission) -> Submission:
-        """Autogrades one collected student; returns the submission with its outcome."""
-        if submission.status != OK:
-            return submission
-        submission = dataclasses.replace(submission, graded=False)
-        student = submission.student_id
-        if self.zygote is not None and not self.zygote.alive():
-            self.zygote.restart()  # an earlier student's code took it down
-        graded = self.api.autograde(self.assignment, student, force=True, create=True)
-        if not graded["success"]:
-            # The whole log goes to the grader's log; the CSV gets its last line.
-            log = graded.get("error") or graded["log"] or ""
-            _log.error("autograde of %s failed:\n%s", student, log)
-            message = "autograde failed: " + one_line(_last_lines(log, 1), self.course)
-            return dataclasses.replace(submission, status=ERROR, message=message)
-        notebook = self.course.autograded_notebook(student, self.assignment)
-        status, message = outcome(nbformat.read(notebook, as_version=4))
-        joined = "; ".join(part for part in (submission.message, message) if part)
-        return dataclasses.replace(submission, status=status, message=joined, graded=True)
+    def grade(self, student: StudentNotebook, feedback: bool = False) -> GradedNotebook:
+        """Autogrades one student; returns their graded notebook and outcome.
 
-    def feedback(self, submission: Submission) -> Submission:
-        """Writes one graded student's feedback HTML (hidden tests removed)."""
-        if not submission.graded:
-            return submission
-        result = self.api.generate_feedback(self.assignment, submission.student_id, force=True)
-        if result["success"]:
-            return submission
-        problem = "feedback failed: " + _last_lines(result.get("error") or result["log"])
-        message = "; ".join(part for part in (submission.message, problem) if part)
-        return dataclasses.replace(submission, message=message)
+        Args:
+            student: The student and their notebook.
+            feedback: Also render their feedback (the HTML, hidden tests removed).
+        """
+        submission = dataclasses.replace(student.submission, graded=False)
+        if submission.status != OK:
+            return GradedNotebook(submission, None, self.sandbox.describe())
+        assert self.course is not None and self.api is not None, "start() first"
+        student_id = submission.student_id
+        submitted = self.course.submitted_folder(student_id, self.assignment)
+        rendered, problem = None, ""
+        try:
+            submitted.mkdir(parents=True)
+            (submitted / f"{self.assignment}.ipynb").write_bytes(student.notebook)
+            if self.zygote is not None and not self.zygote.alive():
+                self.zygote.restart()  # an earlier student's code took it down
+            graded = self.api.autograde(self.assignment, student_id, force=True, create=True)
+            if not graded["success"]:
+                # The whole log goes to the grader's log; the CSV gets its last line.
+                log = graded.get("error") or graded["log"] or ""
+                _log.error("autograde of %s failed:\n%s", student_id, log)
+                message = "autograde failed: " + one_line(_last_lines(log, 1), self.course)
+                failed = dataclasses.replace(submission, status=ERROR, message=message)
+                return GradedNotebook(failed, None, self.sandbox.describe())
+            path = self.course.autograded_notebook(student_id, self.assignment)
+            content = path.read_bytes()
+            if feedback:
+                rendered, problem = self._feedback(student_id)
+        finally:
+            # The scratch course keeps no student: each is graded once and sent back.
+            for folder in (self.course.submitted, self.course.root / "autograded"):
+                remove_tree(folder / student_id)
+            remove_tree(self.course.feedback / student_id)
+        status, message = outcome(nbformat.reads(content.decode(), as_version=4))
+        joined = "; ".join(part for part in (submission.message, message) if part)
+        done = dataclasses.replace(submission, status=status, message=joined, graded=True)
+        return GradedNotebook(done, content, self.sandbox.describe(), rendered, problem)
+
+    def _feedback(self, student_id: str) -> tuple[dict[str, bytes] | None, str]:
+        """Renders a graded student's feedback; returns its files, or why it failed."""
+        result = self.api.generate_feedback(self.assignment, student_id, force=True)
+        if not result["success"]:
+            return None, "feedback failed: " + _last_lines(result.get("error") or result["log"])
+        folder = self.course.feedback / student_id / self.assignment
+        files, total = {}, 0
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+                if total > MAX_FEEDBACK_BYTES:
+                    return None, ""  # too large to send: the recording process renders it
+                files[str(path.relative_to(folder))] = path.read_bytes()
+        return files, ""

@@ -1,90 +1,70 @@
-"""Grade the students of a class in N processes side by side.
+"""Grade the students of a class on workers, and record them here, one writer.
 
-Each process is a :class:`~autograder.pipeline.autograde.Grader` with its own zygote (started by the
-caller, so that it imports torch while the processes start), and takes the next student
-when it is done with one, so a slow notebook holds up one process only. Students are
-independent: each is graded by nbgrader in a kernel of its own, and the processes share
-nothing but the gradebook, where SQLite makes a writer wait for the other (see
-:data:`~autograder.pipeline.autograde.GRADEBOOK_TIMEOUT`). The grades are the same as with one
-process, which ``tests/test_pipeline.py`` checks.
+The students' notebooks go to the workers of an executor (:mod:`autograder.pipeline.executors`:
+a local pool, or a Dask cluster) with what they need of the assignment
+(:mod:`autograder.pipeline.reference`); the graded notebooks come back, and this process
+alone writes them into the course (:mod:`autograder.pipeline.record`): gradebook,
+``autograded/``, ``feedback/``. Students are independent, so the grades are the same
+whatever the number of workers, which ``tests/test_pipeline.py`` checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import warnings
 from collections.abc import Collection, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing.sharedctypes import Synchronized
-from multiprocessing.util import Finalize
-
-from sqlalchemy.exc import SAWarning
+from typing import Protocol
 
 from autograder.course import Course
-from autograder.pipeline import worker_context
-from autograder.pipeline.autograde import Grader
+from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
 from autograder.pipeline.progress import Progress
-from autograder.sandbox.bwrap import Sandbox
+from autograder.pipeline.record import Recorder, student_notebook
+from autograder.pipeline.reference import AssignmentReference, read_reference
+from autograder.pipeline.worker import WorkerSettings
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
 from autograder.submission import ERROR, OK, Submission
 
 AUTOGRADE, FEEDBACK = "autograde", "feedback"
 _log = logging.getLogger(__name__)
 
-_grader: Grader | None = None
-_steps: tuple[str, ...] = ()
+
+class Executor(Protocol):
+    """Where grading runs (see :mod:`autograder.pipeline.executors`)."""
+
+    name: str
+
+    @property
+    def workers(self) -> int:
+        """How many students it grades at once."""
+
+    def grade(
+        self,
+        reference: AssignmentReference,
+        students: Sequence[StudentNotebook],
+        settings: WorkerSettings,
+    ):
+        """Yields lists of results as the workers send them."""
+
+    def sandbox_line(self, seen: set[str]) -> str:
+        """How student code was isolated, given what the workers said."""
+
+    def sandbox_enabled(self, requested: bool) -> bool:
+        """Whether student code ran in the sandbox, given whether it was asked for."""
+
+    def close(self) -> None:
+        """Stops what it started."""
 
 
-def _step(grader: Grader, submission: Submission, steps: Sequence[str]) -> Submission:
-    try:
-        if AUTOGRADE in steps:
-            submission = grader.autograde(submission)
-        if FEEDBACK in steps:
-            submission = grader.feedback(submission)
-    except Exception as error:  # one student's failure must not stop the class
-        # The status file keeps one line; the traceback goes to the log for whoever
-        # has to find out why.
-        _log.exception("grading %s failed", submission.student_id)
-        message = f"grading failed: {type(error).__name__}: {error}"
-        return dataclasses.replace(submission, status=ERROR, message=message)
-    return submission
-
-
-def _start_worker(
-    course: Course,
-    assignment: str,
-    limits: Limits,
-    sandbox: Sandbox,
-    steps: tuple[str, ...],
-    counter: Synchronized,
-    handoffs: list[Handoff],
-) -> None:
-    global _grader, _steps
-    # As in the command line: nbgrader's gradebook warns about its own internals.
-    warnings.filterwarnings("ignore", category=SAWarning)
-    with counter.get_lock():
-        counter.value += 1
-        worker = counter.value
-    kernels = None
-    for number, handoff in enumerate(handoffs, start=1):
-        if number == worker:
-            kernels = Zygote.adopt(handoff, sandbox, limits, worker)
-        else:
-            handoff.channel.close()  # another worker's zygote
-    _grader = Grader(course, assignment, limits, sandbox, kernels=kernels)
-    _steps = steps
+def _selected(
+    submissions: list[Submission], steps: Sequence[str], only: Collection[str] | None
+) -> list[Submission]:
     if AUTOGRADE in steps:
-        _grader.start()
-        # Worker processes end with os._exit: atexit would not close the zygote's socket.
-        Finalize(_grader, _grader.close, exitpriority=10)
-
-
-def _work(submission: Submission) -> Submission:
-    assert _grader is not None
-    return _step(_grader, submission, _steps)
+        todo = [submission for submission in submissions if submission.status == OK]
+    else:
+        todo = [submission for submission in submissions if submission.graded]
+    if only is not None:
+        todo = [submission for submission in todo if submission.student_id in only]
+    return todo
 
 
 def grade_students(
@@ -92,13 +72,13 @@ def grade_students(
     assignment: str,
     submissions: list[Submission],
     *,
+    executor: Executor | None = None,
     steps: Sequence[str] = (AUTOGRADE,),
-    jobs: int = 1,
     limits: Limits | None = None,
-    sandbox: Sandbox | None = None,
-    zygotes: list[Zygote] | None = None,
+    settings: WorkerSettings | None = None,
     only: Collection[str] | None = None,
     progress: Progress | None = None,
+    seen_sandboxes: set[str] | None = None,
 ) -> list[Submission]:
     """Autogrades and/or writes feedback for every collected student.
 
@@ -107,72 +87,72 @@ def grade_students(
         assignment: The assignment id.
         submissions: Every student; autograde takes those with status ``ok``, feedback
             those that were autograded.
+        executor: Where to grade (required to autograde).
         steps: ``autograde``, ``feedback`` or both, in that order, per student.
-        jobs: How many students to grade at once (processes).
         limits: Limits on each kernel (the defaults when None).
-        sandbox: How kernels are isolated (required to autograde).
-        zygotes: Zygotes already launched (see :func:`launch_zygotes`), at least one per
-            job; they are closed when grading is done. Launched here when None.
+        settings: How workers grade (from ``limits``, sandbox on, when None).
         only: Grade these students only (for example one late submission); the others
             are returned unchanged.
         progress: Told how many students there are, and each one as it is done.
+        seen_sandboxes: Filled with how the workers isolated student code.
 
     Returns:
         The submissions in the same order, with the status and message grading gave.
     """
     limits = limits or Limits()
+    settings = settings or WorkerSettings(limits)
     steps = tuple(steps)
-    if AUTOGRADE in steps and sandbox is None:
-        raise ValueError(
-            "autograding needs a sandbox (see autograder.sandbox.bwrap.detect_sandbox)"
-        )
-    sandbox = sandbox or Sandbox(bwrap=None, separate_uids=False, reason="not used")
-    if AUTOGRADE in steps:
-        todo = [submission for submission in submissions if submission.status == OK]
-    else:
-        todo = [submission for submission in submissions if submission.graded]
-    if only is not None:
-        todo = [submission for submission in todo if submission.student_id in only]
+    todo = _selected(submissions, steps, only)
     progress = progress or Progress(enabled=False)
     progress.start(len(todo))
-    workers = max(1, min(jobs, len(todo)))
-    if AUTOGRADE in steps and zygotes is None and todo:
-        zygotes = launch_zygotes(sandbox, limits, workers)
-    zygotes = zygotes or []
     done: dict[str, Submission] = {}
+    recorder = Recorder(course, assignment, limits)
+
+    def finish(submission: Submission, result: GradedNotebook | None = None) -> None:
+        if FEEDBACK in steps and result is not None:
+            submission = recorder.write_feedback(submission, result)
+        elif FEEDBACK in steps:
+            submission = recorder.feedback(submission)
+        done[submission.student_id] = submission
+        progress.done(submission)
+
     try:
-        if workers == 1:
-            grader = Grader(
-                course, assignment, limits, sandbox, kernels=zygotes[0] if zygotes else None
-            )
-            if AUTOGRADE in steps:
-                grader.start()
-            try:
-                for submission in todo:
-                    done[submission.student_id] = _step(grader, submission, steps)
-                    progress.done(done[submission.student_id])
-            finally:
-                grader.close()
+        if AUTOGRADE not in steps:
+            for submission in todo:
+                finish(submission)
         else:
-            handoffs = [kernels.handoff() for kernels in zygotes[:workers]]
-            context = worker_context()
-            counter = context.Value("i", 0)
-            with ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=context,
-                initializer=_start_worker,
-                initargs=(course, assignment, limits, sandbox, steps, counter, handoffs),
-            ) as pool:
+            if executor is None:
+                raise ValueError("autograding needs an executor (autograder.pipeline.executors)")
+            students = []
+            for submission in todo:
                 try:
-                    # In the order they finish, so that progress shows each at once.
-                    for future in as_completed([pool.submit(_work, s) for s in todo]):
-                        submission = future.result()
-                        done[submission.student_id] = submission
-                        progress.done(submission)
-                except BrokenProcessPool as error:
-                    # A worker died outside a student's kernel: its zygote did not start.
-                    raise ZygoteError(f"a grading process failed: {error}") from error
+                    students.append(student_notebook(course, assignment, submission))
+                except (OSError, ValueError) as error:  # this student only
+                    message = f"cannot be graded: {type(error).__name__}: {error}"
+                    finish(dataclasses.replace(submission, status=ERROR, message=message))
+            if students:
+                reference = read_reference(course, assignment)
+                for results in executor.grade(reference, students, settings):
+                    for result in results:
+                        _record(recorder, result, done, finish, seen_sandboxes)
     finally:
         progress.close()
-        close_zygotes(zygotes)
+        recorder.close()
     return [done.get(submission.student_id, submission) for submission in submissions]
+
+
+def _record(
+    recorder: Recorder,
+    result: GradedNotebook,
+    done: dict[str, Submission],
+    finish,
+    seen_sandboxes: set[str] | None,
+) -> None:
+    student = result.submission.student_id
+    if student in done:
+        # A batch graded twice (its first worker died after all): the first result counts.
+        _log.warning("%s was graded twice; the second result is ignored", student)
+        return
+    if seen_sandboxes is not None and result.sandbox:
+        seen_sandboxes.add(result.sandbox)
+    finish(recorder.record(result), result)

@@ -13,10 +13,12 @@ from pathlib import Path
 from autograder.authoring.build import BuildError, build
 from autograder.course import Course
 from autograder.pipeline.collect import collect
+from autograder.pipeline.executors import LocalExecutor
 from autograder.pipeline.export import grade_rows, write_csv
-from autograder.pipeline.parallel import AUTOGRADE, FEEDBACK, grade_students
+from autograder.pipeline.parallel import AUTOGRADE, FEEDBACK, Executor, grade_students
 from autograder.pipeline.progress import Progress
 from autograder.pipeline.report import Report, write_report
+from autograder.pipeline.worker import WorkerSettings
 from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import Zygote
@@ -85,20 +87,24 @@ def autograde_class(
     zygotes: list[Zygote] | None = None,
     only: Collection[str] | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> list[Submission]:
-    """Autogrades every collected student, ``jobs`` at a time, in the sandbox.
+    """Autogrades every collected student on workers, in the sandbox; records them here.
 
     Args:
         course: The course, with the assignment built.
         assignment: The assignment id.
-        jobs: How many students to grade at once.
+        jobs: How many students to grade at once (with the default, local executor).
         limits: Limits on each kernel (the defaults when None).
         sandbox: False to run student code without bubblewrap.
         feedback: Also write each student's feedback right after grading them.
-        zygotes: Zygotes launched early (see :func:`autograder.sandbox.zygote.launch_zygotes`),
-            closed when done; launched here when None.
+        zygotes: Zygotes launched early for the local executor (see
+            :func:`autograder.sandbox.zygote.launch_zygotes`), closed when done; launched
+            here when None.
         only: Grade these students only; the others keep their earlier grades.
         progress: Shows each student as they are done (nothing when None).
+        executor: Where to grade: a :class:`~autograder.pipeline.executors.DaskExecutor`
+            (left open: the caller closes it), or ``jobs`` local processes when None.
 
     Returns:
         Every student with their status after grading.
@@ -108,38 +114,47 @@ def autograde_class(
     """
     _require_build(course, assignment)
     limits = limits or Limits()
-    isolation = course_sandbox(course, enabled=sandbox)
     students, _ = load_status(course, assignment)
     steps = (AUTOGRADE, FEEDBACK) if feedback else (AUTOGRADE,)
+    if executor is None:
+        executor = LocalExecutor(jobs, zygotes, course_sandbox(course, enabled=sandbox))
+    remote = executor.name != LocalExecutor.name
+    settings = WorkerSettings(limits, sandbox=sandbox, require_sandbox=remote, feedback=feedback)
+    seen: set[str] = set()
     graded = grade_students(
         course,
         assignment,
         students,
+        executor=executor,
         steps=steps,
-        jobs=jobs,
         limits=limits,
-        sandbox=isolation,
-        zygotes=zygotes,
+        settings=settings,
         only=only,
         progress=progress,
+        seen_sandboxes=seen,
     )
     save_status(
         course,
         assignment,
         graded,
-        sandbox=isolation.describe(),
-        sandbox_enabled=isolation.enabled,
+        sandbox=executor.sandbox_line(seen),
+        sandbox_enabled=executor.sandbox_enabled(sandbox),
         limits=limits.as_dict(),
-        jobs=jobs,
+        jobs=executor.workers,
+        executor=executor.name,
     )
     return graded
 
 
-def feedback_class(course: Course, assignment: str, *, jobs: int = 1) -> list[Submission]:
-    """Writes feedback HTML for every autograded student (hidden tests removed)."""
+def feedback_class(course: Course, assignment: str) -> list[Submission]:
+    """Writes feedback HTML for every autograded student (hidden tests removed).
+
+    This process writes it, one student after the other: feedback/ has one writer, as the
+    gradebook has.
+    """
     _require_build(course, assignment)
     students, _ = load_status(course, assignment)
-    done = grade_students(course, assignment, students, steps=(FEEDBACK,), jobs=jobs)
+    done = grade_students(course, assignment, students, steps=(FEEDBACK,))
     save_status(course, assignment, done)
     return done
 
@@ -166,6 +181,7 @@ def grade_class(
     zygotes: list[Zygote] | None = None,
     only: Collection[str] | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> GradingResult:
     """Grades every submission of ``assignment`` found in ``submissions``, end to end.
 
@@ -183,6 +199,8 @@ def grade_class(
         only: Collect and grade these students only (late submissions); the CSV and the
             report still cover the whole class.
         progress: Shows each student as they are done (nothing when None).
+        executor: Where to grade (``jobs`` local processes when None); see
+            :func:`autograde_class`.
 
     Returns:
         The grade rows and where the CSV, the feedback and the report were written.
@@ -200,6 +218,7 @@ def grade_class(
             zygotes=zygotes,
             only=only,
             progress=progress,
+            executor=executor,
         )
     finally:
         # Whatever stopped the batch, it ends with a CSV; students not graded say so.

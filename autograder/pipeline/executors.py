@@ -1,0 +1,309 @@
+"""Where the grading work goes: a local pool of processes, or a Dask cluster.
+
+An executor hands batches of students (:class:`~autograder.pipeline.autograde.StudentNotebook`,
+each carrying its notebook's bytes) to workers and yields their results
+(:class:`~autograder.pipeline.autograde.GradedNotebook`) as they come back. Every worker
+grades the same way (:mod:`autograder.pipeline.worker`); none writes the course: the caller
+records each result (:mod:`autograder.pipeline.record`).
+
+* :class:`LocalExecutor` (``--executor local``, the default): ``--jobs N`` processes on
+  this machine, each with a zygote launched early by the command line; nothing to start.
+* :class:`DaskExecutor` (``--executor dask``): the workers of a Dask cluster
+  (``--scheduler ADDRESS``: Slurm, PBS, Kubernetes, anything Dask reaches), or of a local
+  cluster started for the run when no address is given. Each worker starts its own zygote
+  once; a worker that dies mid-batch costs that batch a second run elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.sharedctypes import Synchronized
+
+from autograder.errors import AutograderError
+from autograder.pipeline import worker_context
+from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
+from autograder.pipeline.reference import AssignmentReference
+from autograder.pipeline.worker import (
+    GradingWorker,
+    WorkerSettings,
+    current_worker,
+    grade_batch,
+    hold,
+    install,
+)
+from autograder.sandbox.bwrap import Sandbox
+from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.submission import ERROR
+
+EXECUTORS = ("local", "dask")
+# Students per Dask task. Measured on a 2-core machine at a load of 16: a task's round trip
+# with two 300 KB notebooks each way took 330 ms, against seconds per notebook under the
+# same load; Dask sends the next task before one ends, so that is mostly hidden. Small
+# batches keep every worker busy to the end of a class, show progress often, and cost
+# little when a worker dies (its batch is graded again). See docs/cluster.md.
+BATCH_SIZE = 2
+RESUBMISSIONS = 3  # tries of a batch whose result the scheduler lost
+CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
+WORKERS_TIMEOUT = 60  # seconds to wait for a first worker to join the scheduler
+
+
+def batches(students: Sequence[StudentNotebook], size: int) -> list[list[StudentNotebook]]:
+    """Splits ``students`` into batches of ``size`` (the last may be smaller)."""
+    iterator = iter(students)
+    return [list(batch) for batch in iter(lambda: list(itertools.islice(iterator, size)), [])]
+
+
+def _failed(batch: Sequence[StudentNotebook], error: BaseException) -> list[GradedNotebook]:
+    message = f"grading failed: {type(error).__name__}: {error}"
+    return [
+        GradedNotebook(dataclasses.replace(s.submission, status=ERROR, message=message), None)
+        for s in batch
+    ]
+
+
+# The local pool's worker processes: what their initializer gives them.
+_reference: AssignmentReference | None = None
+_settings: WorkerSettings | None = None
+
+
+def _start_local_worker(
+    settings: WorkerSettings,
+    sandbox: Sandbox,
+    reference: AssignmentReference,
+    counter: Synchronized,
+    handoffs: list[Handoff],
+) -> None:
+    global _reference, _settings
+    with counter.get_lock():
+        counter.value += 1
+        number = counter.value
+    kernels = None
+    for position, handoff in enumerate(handoffs, start=1):
+        if position == number:
+            kernels = Zygote.adopt(handoff, sandbox, settings.limits, number)
+        else:
+            handoff.channel.close()  # another worker's zygote
+    install(GradingWorker(settings, sandbox=sandbox, kernels=kernels))
+    _reference, _settings = reference, settings
+    current_worker(settings).grader_for(reference)  # waits for the zygote
+
+
+def _grade_local(batch: list[StudentNotebook]) -> list[GradedNotebook]:
+    assert _reference is not None and _settings is not None
+    return grade_batch(_reference, batch, _settings)
+
+
+class LocalExecutor:
+    """``--jobs N`` grading processes on this machine (one grades in this process).
+
+    Args:
+        jobs: How many students at once.
+        zygotes: Zygotes launched early by the command line, one per job; launched here
+            when None. Closed when grading is done.
+        sandbox: The sandbox detected for the course (the zygotes were started in it).
+    """
+
+    name = "local"
+
+    def __init__(
+        self, jobs: int = 1, zygotes: list[Zygote] | None = None, sandbox: Sandbox | None = None
+    ) -> None:
+        self.jobs = max(1, jobs)
+        self.zygotes = zygotes
+        self.sandbox = sandbox
+        self.workers = self.jobs
+
+    def sandbox_line(self, seen: set[str]) -> str:
+        """How student code was isolated, for the status file."""
+        assert self.sandbox is not None
+        return self.sandbox.describe()
+
+    def sandbox_enabled(self, requested: bool) -> bool:
+        """Whether student code ran in bubblewrap: here it may be off where it cannot run."""
+        assert self.sandbox is not None
+        return self.sandbox.enabled
+
+    def grade(
+        self,
+        reference: AssignmentReference,
+        students: Sequence[StudentNotebook],
+        settings: WorkerSettings,
+    ) -> Iterator[list[GradedNotebook]]:
+        """Grades ``students``; yields each one's result as soon as it is done."""
+        assert self.sandbox is not None, "the local executor needs the course's sandbox"
+        workers = max(1, min(self.jobs, len(students)))
+        zygotes = self.zygotes
+        if zygotes is None and students:
+            zygotes = launch_zygotes(self.sandbox, settings.limits, workers)
+        zygotes = zygotes or []
+        try:
+            if not students:
+                return
+            if workers == 1:
+                grading = GradingWorker(
+                    settings, sandbox=self.sandbox, kernels=zygotes[0] if zygotes else None
+                )
+                try:
+                    for student in students:
+                        yield grading.grade(reference, [student])
+                finally:
+                    grading.close()
+                return
+            handoffs = [kernels.handoff() for kernels in zygotes[:workers]]
+            context = worker_context()
+            counter = context.Value("i", 0)
+            with ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=_start_local_worker,
+                initargs=(settings, self.sandbox, reference, counter, handoffs),
+            ) as pool:
+                try:
+                    # In the order they finish, so that progress shows each at once.
+                    futures = [pool.submit(_grade_local, [student]) for student in students]
+                    for future in as_completed(futures):
+                        yield future.result()
+                except BrokenProcessPool as error:
+                    # A worker died outside a student's kernel: its zygote did not start.
+                    raise ZygoteError(f"a grading process failed: {error}") from error
+        finally:
+            close_zygotes(zygotes)
+
+    def close(self) -> None:
+        """Nothing to stop: the processes end with each grading run."""
+
+
+class DaskExecutor:
+    """The workers of a Dask cluster; a local cluster of ``workers`` processes when no address.
+
+    Connects at once, so that a scheduler that cannot be reached stops the command before
+    anything is collected.
+
+    Args:
+        scheduler: The scheduler's address (``tcp://host:8786``), or None for a local
+            cluster started now and stopped by :meth:`close`.
+        workers: Processes of the local cluster (ignored with a scheduler).
+        batch_size: Students per task (:data:`BATCH_SIZE` when None).
+
+    Raises:
+        AutograderError: If the scheduler cannot be reached, or has no worker.
+    """
+
+    name = "dask"
+
+    def __init__(
+        self, scheduler: str | None = None, workers: int = 2, batch_size: int | None = None
+    ) -> None:
+        from distributed import Client, LocalCluster
+
+        self.batch_size = max(1, batch_size or BATCH_SIZE)
+        self.cluster = None
+        self.address = scheduler or "a local cluster"
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+            except (OSError, TimeoutError) as error:
+                raise AutograderError(
+                    f"cannot reach the Dask scheduler at {scheduler}: {error} (is it running, "
+                    "and is the address the one `dask scheduler` printed?)"
+                ) from error
+        else:
+            # One thread per worker: each grades one notebook at a time, with its zygote.
+            self.cluster = LocalCluster(
+                n_workers=max(1, workers),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+            )
+            self.client = Client(self.cluster)
+        try:
+            self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT)
+        except TimeoutError as error:
+            self.close()
+            raise AutograderError(
+                f"no Dask worker joined the scheduler at {self.address} in {WORKERS_TIMEOUT} s"
+            ) from error
+
+    @property
+    def workers(self) -> int:
+        """How many workers the scheduler has now."""
+        return len(self.client.scheduler_info()["workers"])
+
+    def sandbox_line(self, seen: set[str]) -> str:
+        """How the workers isolated student code (each says, in its results)."""
+        lines = sorted(seen) or ["no student was graded"]
+        return "; ".join(lines) + f" (Dask workers of {self.address})"
+
+    def sandbox_enabled(self, requested: bool) -> bool:
+        """Whether student code ran in bubblewrap: workers refuse to grade otherwise."""
+        return requested
+
+    def grade(
+        self,
+        reference: AssignmentReference,
+        students: Sequence[StudentNotebook],
+        settings: WorkerSettings,
+    ) -> Iterator[list[GradedNotebook]]:
+        """Grades ``students`` in batches on the workers; yields each batch's results.
+
+        Raises:
+            SandboxError: If a worker refuses to grade without the sandbox.
+        """
+        from distributed import as_completed as dask_completed
+
+        if not students:
+            return
+        # Each worker makes itself ready (its zygote) in its first task, not in
+        # client.run: that would hold the worker's event loop while nbgrader imports.
+        run = uuid.uuid4().hex[:8]
+        # A task that returns the reference, rather than scattered data: a worker that dies
+        # holding it loses nothing (the scheduler runs the task again); workers fetch it
+        # from one another once, not once per batch.
+        shared = [self.client.submit(hold, reference, key=f"reference-{run}-0")]
+        pending: dict[str, tuple[object, list[StudentNotebook], int]] = {}
+
+        def submit(batch: list[StudentNotebook], attempt: int) -> object:
+            if shared[-1].cancelled():  # lost with the scheduler connection: send it again
+                key = f"reference-{run}-{len(shared)}"
+                shared.append(self.client.submit(hold, reference, key=key))
+            first = batch[0].submission.student_id
+            key = f"grade-{reference.assignment}-{first}-{run}-{attempt}"
+            future = self.client.submit(
+                grade_batch, shared[-1], batch, settings, key=key, pure=False
+            )
+            pending[future.key] = (future, batch, attempt)
+            return future
+
+        futures = dask_completed([submit(batch, 0) for batch in batches(students, self.batch_size)])
+        try:
+            for future in futures:
+                _, batch, attempt = pending.pop(future.key)
+                try:
+                    yield future.result()
+                except AutograderError:
+                    raise  # the worker's machine cannot grade: the run stops and says why
+                except CancelledError as error:
+                    # The client lost the scheduler for a while (it reconnects by itself):
+                    # the batch's result is gone, not wrong; ask again.
+                    if attempt + 1 >= RESUBMISSIONS:
+                        yield _failed(batch, error)
+                    else:
+                        futures.add(submit(batch, attempt + 1))
+                except Exception as error:  # this batch only (its workers died too often)
+                    yield _failed(batch, error)
+        finally:
+            for future, _, _ in pending.values():
+                future.cancel()
+
+    def close(self) -> None:
+        """Disconnects, and stops the local cluster if this executor started it."""
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None

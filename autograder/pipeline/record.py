@@ -1,0 +1,182 @@
+"""The one writer: the gradebook, ``autograded/`` and ``feedback/``, from the workers' results.
+
+Workers grade in scratch courses of their own and send back each student's graded
+notebook (:class:`~autograder.pipeline.autograde.GradedNotebook`). Only the process that
+started the run writes the course: :class:`Recorder` runs nbgrader's ``autograde`` for each
+result with the worker's notebook in place of the submitted one
+(:class:`~autograder.preprocessors.graded.UseGradedNotebook`) and only the gradebook steps
+(:func:`~autograder.pipeline.autograde.split_autograde_steps`), then nbgrader's
+``generate_feedback``. So SQLite, with one writer, serves a class of any size, and the
+gradebook can be a server that instructors share (``--db-url``).
+
+Recording is idempotent per student: recording the same result twice (a batch graded
+again after its worker died) leaves the same grades, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+from traitlets.config import Config
+
+from autograder.course import Course
+from autograder.kernel.fs import remove_tree
+from autograder.pipeline.autograde import (
+    GradedNotebook,
+    StudentNotebook,
+    grading_config,
+    split_autograde_steps,
+)
+from autograder.pipeline.collect import MAX_NOTEBOOK_BYTES
+from autograder.preprocessors.graded import UseGradedNotebook
+from autograder.sandbox.limits import Limits
+from autograder.submission import ERROR, OK, Submission
+
+
+def _last_lines(text: str, count: int = 5) -> str:
+    return "\n".join(text.strip().splitlines()[-count:])
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
+
+
+def record_config(course: Course, limits: Limits, folder: Path) -> Config:
+    """Returns the settings of an autograde that records workers' notebooks in ``course``.
+
+    Args:
+        course: The real course (its gradebook URL, its folders).
+        limits: The run's limits (the same settings as the workers', for the steps that
+            read them).
+        folder: Where the workers' notebooks are laid out for
+            :class:`~autograder.preprocessors.graded.UseGradedNotebook`.
+    """
+    config = grading_config(course, limits)
+    _, recording = split_autograde_steps(config)
+    config.Autograde.sanitize_preprocessors = [UseGradedNotebook]
+    config.Autograde.autograde_preprocessors = recording
+    config.UseGradedNotebook.folder = str(folder)
+    return config
+
+
+def student_notebook(course: Course, assignment: str, submission: Submission) -> StudentNotebook:
+    """Returns a collected student's notebook as a worker receives it.
+
+    Raises:
+        OSError: If the notebook cannot be read.
+        ValueError: If it is larger than collect lets a notebook be (put there by hand).
+    """
+    path = course.submitted_folder(submission.student_id, assignment) / f"{assignment}.ipynb"
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(
+            f"{path.name} is {size / 2**20:.0f} MB, more than the "
+            f"{MAX_NOTEBOOK_BYTES // 2**20} MB a notebook may have"
+        )
+    return StudentNotebook(submission, path.read_bytes())
+
+
+class Recorder:
+    """Writes workers' results into the course: gradebook, ``autograded/``, ``feedback/``.
+
+    Args:
+        course: The course being graded.
+        assignment: The assignment id.
+        limits: The run's limits.
+    """
+
+    def __init__(self, course: Course, assignment: str, limits: Limits | None = None) -> None:
+        self.course = course
+        self.assignment = assignment
+        self.folder = Path(tempfile.mkdtemp(prefix="autograder-results-"))
+        self.api = course.api(record_config(course, limits or Limits(), self.folder))
+
+    def close(self) -> None:
+        """Removes the folder the results passed through."""
+        remove_tree(self.folder)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def record(self, result: GradedNotebook) -> Submission:
+        """Writes one student's grades and graded notebook; returns their submission.
+
+        A student the worker could not grade keeps the worker's status and message, and
+        loses an earlier graded notebook, as with nbgrader's own failed autograde.
+        """
+        submission = dataclasses.replace(result.submission, graded=False)
+        student = submission.student_id
+        if result.notebook is None:
+            remove_tree(self.course.root / "autograded" / student / self.assignment)
+            if submission.status == OK:  # a worker that says nothing went wrong, and sent nothing
+                submission = dataclasses.replace(
+                    submission, status=ERROR, message=_joined(submission.message, "not graded")
+                )
+            return submission
+        staged = self.folder / student / f"{self.assignment}.ipynb"
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        staged.write_bytes(result.notebook)
+        try:
+            done = self.api.autograde(self.assignment, student, force=True, create=True)
+        finally:
+            remove_tree(staged.parent)
+        if not done["success"]:
+            problem = "recording grades failed: " + _last_lines(done.get("error") or done["log"])
+            return dataclasses.replace(
+                submission, status=ERROR, message=_joined(submission.message, problem)
+            )
+        return dataclasses.replace(submission, graded=True)
+
+    def write_feedback(self, submission: Submission, result: GradedNotebook) -> Submission:
+        """Writes the feedback a worker rendered for a student just recorded.
+
+        The worker scored it from its scratch gradebook, which has what autograde wrote
+        and nothing else; where the real gradebook holds more for this student (a late
+        penalty, a score or comment an instructor gave in formgrader), or the worker sent
+        none, the feedback is rendered here instead.
+        """
+        if not submission.graded:
+            return submission
+        if result.feedback_problem:
+            message = _joined(submission.message, result.feedback_problem)
+            return dataclasses.replace(submission, message=message)
+        if result.feedback is None or self._graded_by_hand(submission.student_id):
+            return self.feedback(submission)
+        folder = self.course.feedback / submission.student_id / self.assignment
+        remove_tree(folder)
+        for relative, content in result.feedback.items():
+            target = folder / relative
+            if folder not in target.resolve().parents:
+                continue  # a path a worker should never send
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        return submission
+
+    def _graded_by_hand(self, student: str) -> bool:
+        """Whether the gradebook has more for ``student`` than autograde wrote."""
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.course.gradebook_url()) as gradebook:
+            for notebook in gradebook.find_submission(self.assignment, student).notebooks:
+                if notebook.late_submission_penalty:
+                    return True
+                if any(grade.manual_score is not None for grade in notebook.grades):
+                    return True
+                if any(comment.manual_comment for comment in notebook.comments):
+                    return True
+        return False
+
+    def feedback(self, submission: Submission) -> Submission:
+        """Renders and writes one graded student's feedback HTML (hidden tests removed)."""
+        if not submission.graded:
+            return submission
+        result = self.api.generate_feedback(self.assignment, submission.student_id, force=True)
+        if result["success"]:
+            return submission
+        problem = "feedback failed: " + _last_lines(result.get("error") or result["log"])
+        return dataclasses.replace(submission, message=_joined(submission.message, problem))

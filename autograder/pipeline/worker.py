@@ -1,0 +1,202 @@
+"""One grading worker process: its zygote, started once, and the batches it grades.
+
+Every worker grades the same way, whatever started it (a process of the local pool, a
+Dask worker on another machine, or the command itself with ``--jobs 1``): one
+:class:`GradingWorker` per process holds the zygote (started once, its sandbox and its
+block of uids claimed with the machine-wide lock) and a
+:class:`~autograder.pipeline.autograde.Grader` for the assignment at hand. A task is a
+batch of students (:func:`grade_batch`); the worker returns their graded notebooks and
+writes nothing outside its own temporary folders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+import tempfile
+import threading
+import warnings
+from dataclasses import dataclass
+from multiprocessing.util import Finalize
+from pathlib import Path
+
+from autograder.course import Course
+from autograder.errors import SandboxError
+from autograder.kernel.fs import remove_tree
+from autograder.pipeline.autograde import GradedNotebook, Grader, StudentNotebook
+from autograder.pipeline.reference import AssignmentReference
+from autograder.sandbox.bwrap import Sandbox, course_sandbox
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.zygote import Zygote
+from autograder.submission import ERROR
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How every worker of a run grades.
+
+    Attributes:
+        limits: Limits on each student's kernel.
+        sandbox: Whether student code must run in bubblewrap (False: ``--no-sandbox``).
+        require_sandbox: Refuse to grade where bubblewrap does not work, rather than grade
+            with the sandbox off (remote workers: nobody would see it on their machine).
+        feedback: Also render each student's feedback.
+    """
+
+    limits: Limits
+    sandbox: bool = True
+    require_sandbox: bool = False
+    feedback: bool = False
+
+    def same_zygote(self, other: WorkerSettings) -> bool:
+        """Whether a worker set up for ``other`` can grade with these settings as it is."""
+        return (self.limits, self.sandbox, self.require_sandbox) == (
+            other.limits,
+            other.sandbox,
+            other.require_sandbox,
+        )
+
+
+class GradingWorker:
+    """The grading state of one process: a zygote, and a grader for the current assignment.
+
+    Args:
+        settings: How to grade.
+        sandbox: The sandbox the caller detected (the local pool's); detected here when None.
+        kernels: A zygote the caller launched (it stays the caller's); started here when None.
+    """
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        sandbox: Sandbox | None = None,
+        kernels: Zygote | None = None,
+    ) -> None:
+        self.settings = settings
+        self.folder = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
+        self.sandbox = sandbox or self._detect_sandbox()
+        self.zygote = kernels
+        self._own_zygote = kernels is None
+        self.grader: Grader | None = None
+        self._digest = ""
+
+    def _detect_sandbox(self) -> Sandbox:
+        # The scratch courses live under self.folder: hidden from the students' kernels.
+        sandbox = course_sandbox(Course.at(self.folder), enabled=self.settings.sandbox)
+        if self.settings.sandbox and self.settings.require_sandbox and not sandbox.enabled:
+            raise SandboxError(
+                f"worker on {socket.gethostname()} refuses to grade: the sandbox is not "
+                f"available there ({sandbox.reason}); install bubblewrap with unprivileged "
+                "user namespaces on every worker, or grade with --no-sandbox"
+            )
+        return sandbox
+
+    def launch(self) -> None:
+        """Starts the zygote without waiting for it (it imports torch for seconds)."""
+        if self.zygote is None:
+            # Inside this worker's folder: whatever a killed worker leaves is in one place.
+            run_dir = self.folder / "zygote"
+            self.zygote = Zygote(self.sandbox, run_dir, self.settings.limits)
+            self.zygote.launch()
+
+    def grader_for(self, reference: AssignmentReference) -> Grader:
+        """Returns the grader of ``reference``'s assignment (the zygote is kept across)."""
+        if self.grader is None or self._digest != reference.digest:
+            if self.grader is not None:
+                self.grader.close()
+            self.launch()
+            self.grader = Grader(
+                reference,
+                self.settings.limits,
+                self.sandbox,
+                kernels=self.zygote,
+                folder=self.folder / reference.digest,
+            )
+            self._digest = reference.digest
+            self.grader.start()
+        return self.grader
+
+    def grade(
+        self, reference: AssignmentReference, batch: list[StudentNotebook]
+    ) -> list[GradedNotebook]:
+        """Grades a batch of students; one student's failure does not stop the others."""
+        grader = self.grader_for(reference)
+        return [_grade_one(grader, student, self.settings.feedback) for student in batch]
+
+    def close(self) -> None:
+        """Stops the zygote (if started here) and removes this worker's folders."""
+        if self.grader is not None:
+            self.grader.close()
+            self.grader = None
+        if self.zygote is not None and self._own_zygote:
+            self.zygote.close()
+        remove_tree(self.folder)
+
+
+def _grade_one(grader: Grader, student: StudentNotebook, feedback: bool) -> GradedNotebook:
+    try:
+        return grader.grade(student, feedback=feedback)
+    except Exception as error:  # one student's failure must not stop the class
+        # The status file keeps one line; the traceback goes to the log for whoever
+        # has to find out why.
+        _log.exception("grading %s failed", student.submission.student_id)
+        message = f"grading failed: {type(error).__name__}: {error}"
+        failed = dataclasses.replace(
+            student.submission, status=ERROR, message=message, graded=False
+        )
+        return GradedNotebook(failed, None, grader.sandbox.describe())
+
+
+# The grading state of this process, for the tasks of a pool or of a Dask worker.
+_worker: GradingWorker | None = None
+_worker_lock = threading.Lock()
+
+
+def install(worker: GradingWorker) -> GradingWorker:
+    """Makes ``worker`` this process's grading worker, closed when the process ends."""
+    global _worker
+    _worker = worker
+    # Pool and Dask worker processes end with os._exit: atexit would not close the zygote.
+    Finalize(worker, worker.close, exitpriority=10)
+    return worker
+
+
+def current_worker(settings: WorkerSettings) -> GradingWorker:
+    """Returns this process's grading worker, made (and its zygote launched) on first use.
+
+    Raises:
+        SandboxError: If the sandbox is required and does not work on this machine.
+    """
+    global _worker
+    with _worker_lock:
+        if _worker is not None and not _worker.settings.same_zygote(settings):
+            _worker.close()  # another run, with other limits, on a long-lived Dask worker
+            _worker = None
+        if _worker is not None:
+            _worker.settings = settings
+        if _worker is None:
+            # As in the command line: nbgrader's gradebook warns about its own internals.
+            warnings.filterwarnings("ignore", module="nbgrader")
+            install(GradingWorker(settings)).launch()
+        return _worker
+
+
+def hold(value: object) -> object:
+    """Returns ``value``: a task whose result is data every batch needs."""
+    return value
+
+
+def grade_batch(
+    reference: AssignmentReference, batch: list[StudentNotebook], settings: WorkerSettings
+) -> list[GradedNotebook]:
+    """Grades a batch of students in this process (the task a Dask worker runs).
+
+    Args:
+        reference: The assignment.
+        batch: The students, with their notebooks.
+        settings: How to grade.
+    """
+    return current_worker(settings).grade(reference, batch)
