@@ -19,11 +19,11 @@ def shell():
 
 def test_findings_are_shown_before_the_cells_own_output(shell, capsys):
     result = shell.run_cell(
-        "import torch\nloss = torch.ones(3).sum()\nprint('cell ran')\nvalue = loss[0]\n"
+        "import torch\nloss = torch.ones(3).sum()\nprint('cell ran')\nvalue = loss.data[0]\n"
     )
     out = capsys.readouterr().out
-    assert "line 4, col 9: AGP104 " in out
-    assert out.index("AGP104") < out.index("cell ran") < out.index("Traceback")
+    assert "line 4, col 9: AGP103 " in out
+    assert out.index("AGP103") < out.index("cell ran") < out.index("Traceback")
     assert isinstance(result.error_in_exec, IndexError)  # the live error, unchanged
 
 

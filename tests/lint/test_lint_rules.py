@@ -55,6 +55,8 @@ def test_codemod_output_is_stable(fixture: Path):
     assert fix_source(output, select=["ALL"])[0] == output
 
 
+# torch.tensor([...]) of tensors that require grad warns: the "before" code does it on purpose.
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True")
 def test_fixed_code_computes_the_same_values():
     """The fixes of one snippet, run before and after on the pinned torch."""
     torch = pytest.importorskip("torch")
@@ -121,16 +123,18 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_cli_exits_1_on_findings_0_on_clean_code_and_2_on_bad_files(tmp_path, capsys):
-    bad = _write(tmp_path, "bad.py", "import torch\nloss = torch.ones(()).sum()\nprint(loss[0])\n")
+    bad = _write(
+        tmp_path, "bad.py", "import torch\nloss = torch.ones(()).sum()\nprint(loss.data[0])\n"
+    )
     clean = _write(tmp_path, "clean.py", "print(1)\n")
-    broken = _write(tmp_path, "broken.py", "def (:\n")
+    broken = _write(tmp_path, "broken.py", "import torch\ndef (:\n")
     assert main([str(bad)]) == 1
-    assert f"{bad}:3:7: AGP104 " in capsys.readouterr().out
+    assert f"{bad}:3:7: AGP103 [*] " in capsys.readouterr().out
     assert main([str(clean)]) == 0
     assert main([str(bad), "--exit-zero"]) == 0
     assert main([str(broken), str(bad)]) == 2
     captured = capsys.readouterr()
-    assert "cannot parse" in captured.err and "AGP104" in captured.out  # the rest still checked
+    assert "cannot parse" in captured.err and "AGP103" in captured.out  # the rest still checked
 
 
 def test_cli_select_ignore_and_json(tmp_path, capsys):
@@ -179,7 +183,8 @@ def test_cli_fix_rewrites_files_and_notebooks_and_reports_what_is_left(tmp_path,
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source), nbformat.v4.new_code_cell("%ls\n")]
     nbformat.write(notebook, tmp_path / "fixme.ipynb")
-    assert main([str(tmp_path), "--fix"]) == 1  # loss[0] has no fix: it is still reported
+    # loss[0] (AGP104, off by default, selected here) has no fix: it is still reported.
+    assert main([str(tmp_path), "--fix", "--select", "ALL"]) == 1
     out = capsys.readouterr().out
     assert "AGP104" in out and "AGP103" not in out
     assert path.read_text() == source.replace("loss.data[0]", "loss.item()")

@@ -6,6 +6,7 @@ import libcst as cst
 
 from autograd_pitfalls.lint.base import PitfallVisitor, Rule, is_loss_name, terminal_name
 from autograd_pitfalls.lint.scalars import item_call
+from autograd_pitfalls.lint.tensors import is_tensor_like
 
 __all__ = ["GraphKeptAliveVisitor"]
 
@@ -15,6 +16,9 @@ ACCUMULATED_LOSS = Rule(
     "Adding the loss tensor to a running total keeps every step's graph alive: "
     "add `loss.item()` (or `loss.detach()`).",
 )
+
+# Names of callables that compute a loss tensor in training loops.
+_LOSS_FUNCTIONS = frozenset({"loss_fn", "loss_func", "loss_function", "lossfn", "loss"})
 
 # Ways a loss value turns into a plain number or a graph-free tensor before it is added.
 _DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data"})
@@ -40,8 +44,8 @@ class GraphKeptAliveVisitor(PitfallVisitor):
         if total in bindings.returned and not bindings.calls_backward:
             return  # summed for the caller, who may call backward() on it
         assigned = bindings.values.get(value.value, [])
-        if not assigned or any(value is None or _is_number(value) for value in assigned):
-            return  # unknown, or a Python number already
+        if not assigned or not all(self._computes_loss(v) for v in assigned):
+            return  # unknown (a helper's result may be a number), or a number already
         self.report(node, ACCUMULATED_LOSS, replacement=self._fixed(node, bindings))
 
     def _fixed(self, node: cst.AugAssign, bindings) -> cst.AugAssign:
@@ -59,6 +63,24 @@ class GraphKeptAliveVisitor(PitfallVisitor):
             return node.with_changes(value=item_call(node.value))
         detached = cst.Call(func=cst.Attribute(value=node.value, attr=cst.Name("detach")))
         return node.with_changes(value=detached)
+
+    def _computes_loss(self, value: cst.BaseExpression | None) -> bool:
+        """True for a loss tensor: a criterion's or loss function's call, or tensor arithmetic.
+
+        A call of anything else (``loss = train(...)``) may return a number, as old
+        training loops did with ``loss.data[0]``, so it does not count.
+        """
+        if value is None or _is_number(value):
+            return False
+        if is_tensor_like(self, value):
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        callee = (terminal_name(value.func) or "").lower()
+        functional = any(
+            q.startswith("torch.nn.functional.") for q in self.qualified_names(value.func)
+        )
+        return functional or "criterion" in callee or callee in _LOSS_FUNCTIONS
 
 
 def _is_number(value: cst.BaseExpression) -> bool:

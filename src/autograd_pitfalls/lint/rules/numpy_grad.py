@@ -45,7 +45,9 @@ class NumpyGradVisitor(PitfallVisitor):
         if not isinstance(root, cst.Name) or self.under_no_grad(node):
             return
         values = self.bindings_for(node).values.get(root.value, [])
-        if values and all(_model_output(value) for value in values):
+        if values and all(
+            _model_output(value) and not self.under_no_grad(value) for value in values
+        ):
             self.report(node, NUMPY_OF_GRAD_TENSOR)
 
 
