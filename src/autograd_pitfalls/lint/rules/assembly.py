@@ -33,17 +33,31 @@ class AssemblyVisitor(PitfallVisitor):
 
     def __init__(self) -> None:
         super().__init__()
-        self._returns_tensor_list: set[str] = set()
+        self._module: cst.Module | None = None
+        self._tensor_list_functions: set[str] | None = None  # read when first needed
 
     def visit_Module(self, node: cst.Module) -> None:
-        """Notes the module's functions annotated to return a list or tuple of tensors."""
-        for function in m.findall(node, m.FunctionDef(returns=m.Annotation())):
+        self._module = node
+
+    @property
+    def _returns_tensor_list(self) -> set[str]:
+        """The module's functions annotated to return a list or tuple of tensors."""
+        if self._tensor_list_functions is None:
+            self._tensor_list_functions = self._annotated_functions()
+        return self._tensor_list_functions
+
+    def _annotated_functions(self) -> set[str]:
+        names: set[str] = set()
+        if self._module is None:
+            return names
+        for function in m.findall(self._module, m.FunctionDef(returns=m.Annotation())):
             function = cst.ensure_type(function, cst.FunctionDef)
             annotation = cst.Module([]).code_for_node(function.returns.annotation)
             if annotation.lower().startswith(("list[", "tuple[", "sequence[")) and (
                 "Tensor" in annotation
             ):
-                self._returns_tensor_list.add(function.name.value)
+                names.add(function.name.value)
+        return names
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.refers_to(node, *_CONSTRUCTORS) or not node.args:

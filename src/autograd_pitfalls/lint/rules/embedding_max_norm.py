@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from autograd_pitfalls.lint.base import PitfallVisitor, Rule, dotted_name, get_arg
 
 __all__ = ["EmbeddingMaxNormVisitor"]
+
+
+class _AssignmentCollector(cst.CSTVisitor):
+    """Hands every assignment of a module to a callback (lighter than matchers' findall)."""
+
+    def __init__(self, callback) -> None:
+        super().__init__()
+        self.callback = callback
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.callback(node)
+
 
 WEIGHT_OF_RENORMED = Rule(
     "AGP150",
@@ -56,18 +67,22 @@ class EmbeddingMaxNormVisitor(PitfallVisitor):
         self._renormed: set[str] = set()
 
     def visit_Module(self, node: cst.Module) -> None:
-        for assign in m.findall(node, m.Assign(value=m.Call())):
-            assign = cst.ensure_type(assign, cst.Assign)
-            call = cst.ensure_type(assign.value, cst.Call)
-            max_norm = get_arg(call, "max_norm", 2)
-            if not self.refers_to(call, *_EMBEDDING) or max_norm is None:
-                continue
-            if isinstance(max_norm.value, cst.Name) and max_norm.value.value == "None":
-                continue
-            for target in assign.targets:
-                name = dotted_name(target.target)
-                if name is not None:
-                    self._renormed.add(name)
+        node.visit(_AssignmentCollector(self._note_assignment))
+
+    def _note_assignment(self, assign: cst.Assign) -> None:
+        """Notes the targets of ``x = nn.Embedding(..., max_norm=m)`` (m not None)."""
+        call = assign.value
+        if not isinstance(call, cst.Call) or not self.refers_to(call, *_EMBEDDING):
+            return
+        max_norm = get_arg(call, "max_norm", 2)
+        if max_norm is None or (
+            isinstance(max_norm.value, cst.Name) and max_norm.value.value == "None"
+        ):
+            return
+        for target in assign.targets:
+            name = dotted_name(target.target)
+            if name is not None:
+                self._renormed.add(name)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "weight" or dotted_name(node.value) not in self._renormed:
