@@ -160,6 +160,35 @@ _ALL = (
         "`with torch.inference_mode():`.",
         "03_data_vs_detach",
     ),
+    Pitfall(
+        "data-not-detach",
+        "`.data` used where `.detach()` belongs",
+        "`.data` gives the same memory with autograd's version counter cut off, so a later "
+        "in-place write through either name gives a wrong gradient without any error. Read "
+        "with `.detach()`; write under `with torch.no_grad():`.",
+        "03_data_vs_detach",
+    ),
+    Pitfall(
+        "legacy-variable",
+        "a legacy `Variable` wrapper",
+        "Since PyTorch 0.4 `Variable(t)` returns a plain tensor: it is `t.detach()`, which cuts "
+        "the graph when `t` requires grad. Use the tensor itself, or `t.requires_grad_()`.",
+        "03_data_vs_detach",
+    ),
+    Pitfall(
+        "zero-dim-indexed",
+        "a 0-dim loss read with `[0]`",
+        "Since PyTorch 0.4 a reduced loss has no dimensions, so `loss[0]` and `loss.data[0]` "
+        "raise IndexError. Read its value with `loss.item()`.",
+        "03_data_vs_detach",
+    ),
+    Pitfall(
+        "numpy-needs-detach",
+        "`.numpy()` on a tensor that requires grad",
+        "`.numpy()` raises on a tensor that requires grad, and `.data.numpy()` hides the "
+        "array's writes from autograd. Use `t.detach().cpu().numpy()` (or `t.numpy(force=True)`).",
+        "03_data_vs_detach",
+    ),
 )
 
 PITFALLS: dict[str, Pitfall] = {pitfall.key: pitfall for pitfall in _ALL}

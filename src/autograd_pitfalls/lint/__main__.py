@@ -1,0 +1,7 @@
+"""``python -m autograd_pitfalls.lint``."""
+
+import sys
+
+from autograd_pitfalls.lint.cli import main
+
+sys.exit(main())
