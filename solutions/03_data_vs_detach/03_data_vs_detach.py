@@ -709,6 +709,46 @@ assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
 # | `p.data -= lr * p.grad`, `p.data.normal_()`, `p.data = new_values` | under `torch.no_grad()`: `p -= lr * p.grad`, `p.normal_()`, `p.copy_(new_values)` |
 
 # %% [markdown]
+# ### Finding these idioms in your own code
+#
+# The course's linter finds them, and the other pitfalls of this course, in your own files, folders and notebooks: `python -m autograd_pitfalls.lint train.py` (also `flake8`, under the codes `AGP...`).
+# Each finding names the pitfall and the notebook that teaches it.
+# Here it reads an old training loop:
+
+# %%
+from autograd_pitfalls.lint import lint_source
+
+old_loop = """import torch
+from torch.autograd import Variable
+
+x = Variable(torch.ones(3), volatile=True)
+total_loss = 0
+for step in range(3):
+    loss = (x * 2).sum()
+    total_loss += loss
+print(loss.data[0])
+"""
+findings = lint_source(old_loop)
+for finding in findings:
+    print(f"line {finding.line}: {finding.code} {finding.message}")
+assert {finding.code for finding in findings} == {"AGP110", "AGP111", "AGP140", "AGP103"}
+
+# %% [markdown]
+# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs and prints what it finds above the cell's output; `%unload_ext` stops it:
+
+# %%
+# %load_ext autograd_pitfalls.lint
+
+# %%
+from torch.autograd import Variable  # each cell is read alone: names resolve through its imports
+
+legacy = Variable(torch.ones(3))  # the finding prints above this cell's output
+print(type(legacy).__name__)
+
+# %%
+# %unload_ext autograd_pitfalls.lint
+
+# %% [markdown]
 # ### Exercise 2 — predictions and a loss from one sigmoid (3 points)
 #
 # Write `loss_and_predictions(logits, targets)`.
