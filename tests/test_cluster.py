@@ -199,6 +199,9 @@ def dask_cluster(tmp_path_factory):
             "--no-dashboard",
             "--scheduler-file",
             str(scheduler_file),
+            # If this test run is killed before its teardown, the cluster ends by itself.
+            "--idle-timeout",
+            "900s",
         )
         address = _scheduler_address(scheduler_file, scheduler, logs[0])
         for number in (1, 2):
@@ -215,6 +218,8 @@ def dask_cluster(tmp_path_factory):
                 "--host",
                 "127.0.0.1",
                 "--no-dashboard",
+                "--death-timeout",
+                "120s",
             )
         yield address
     finally:
