@@ -49,6 +49,12 @@ ENTRY_KINDS = (
     "empty_folder",
 )
 WRONG_ONE_AT_A_TIME = 3
+# Wrong answers that rebind the test's helpers: tampering (the guard restores the helpers
+# and says so), graded 0 by the judges all the same. Every other fixture is graded ok.
+TAMPERING_FIXTURES = {
+    "01_leaf_tensors": {"rebinds_devices_to_skip_checks"},
+    "02_version_counter": {"rebinds_test_helpers"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -140,15 +146,19 @@ def test_a_pytorch_warning_in_a_correct_answer_costs_nothing(built_course, grade
 
 
 def _hidden_test_lines(course: Course, assignment: str) -> list[str]:
+    """Lines only the hidden tests have (a judge may repeat a visible test's message)."""
     source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
-    lines, hidden = [], False
+    lines, visible, hidden = [], [], False
     for cell in source.cells:
         for line in cell.source.splitlines():
             if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
                 hidden = "BEGIN" in line
             elif hidden and len(line.strip()) > 20:
                 lines.append(line.strip())
-    return lines
+            elif not hidden:
+                visible.append(line)
+    shown = "\n".join(visible)
+    return [line for line in lines if line not in shown]
 
 
 @pytest.mark.slow
@@ -180,7 +190,8 @@ def test_grading_two_at_a_time_gives_the_grades_of_one_at_a_time(
 def test_every_honest_fixture_is_graded_ok_in_the_sandbox(graded, assignment: str):
     rows = _rows(graded[assignment])
     for student in _expected(assignment):
-        assert rows[student]["status"] == "ok", f"{student}: {rows[student]['message']}"
+        status = "tampered" if student in TAMPERING_FIXTURES.get(assignment, ()) else "ok"
+        assert rows[student]["status"] == status, f"{student}: {rows[student]['message']}"
         assert rows[student]["sandbox"] in ("on", "off")
         assert rows[student]["device"] == "cpu"  # the default: grades never depend on a GPU
 
