@@ -9,6 +9,8 @@ grader's process each must earn nothing, and the report must flag it for review.
 
 from __future__ import annotations
 
+from tests.support.adversarial import Attack
+
 # --- Errors swallowed: how IPython shows an exception, replaced -------------------------
 
 # The error output is never sent: nbgrader sees a test cell without an error.
@@ -197,3 +199,31 @@ def _busy(function):
     wrapped.__name__ = function.__name__
     return wrapped
 """
+
+
+def kernel_attacks() -> dict[str, Attack]:
+    """The attacks on the kernel that need no exercise: errors swallowed, the guard neutered.
+
+    Each runs right after the setup cell of a blank submission, so every test after it is
+    affected; each must earn nothing.
+    """
+    attacks = {
+        name: Attack(base="blank", cells_after={"setup": code}) for name, code in SWALLOWERS.items()
+    }
+    # The guard answers "nothing changed", comparisons always agree, errors are not shown.
+    attacks["neuters_the_guard"] = Attack(
+        base="blank", cells_after={"setup": NEUTER_GUARD + SWALLOW_SHOWTRACEBACK}
+    )
+    return attacks
+
+
+def honest_busy_answers(answers: list[str]) -> Attack:
+    """The perfect submission with :data:`HONEST_THREADS`, each answer wrapped in ``_busy``.
+
+    Args:
+        answers: The answer functions' names, in exercise order (q1 first).
+    """
+    wrapped = {
+        f"q{number}-answer": f"{name} = _busy({name})" for number, name in enumerate(answers, 1)
+    }
+    return Attack(base="perfect", cells_after={"setup": HONEST_THREADS, **wrapped})
