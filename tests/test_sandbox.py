@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import itertools
@@ -16,6 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat import v4
+from nbgrader import utils
 
 from autograder.course import REPO, Course
 from autograder.pipeline.autograde import forked_kernels
@@ -327,10 +329,20 @@ def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_
     assert errors == []
 
 
+class _SlowOutput(SandboxedExecute):
+    """Reads a test cell's output only a second after the cell began: a slow IOPub."""
+
+    async def _async_poll_output_msg(self, parent_msg_id, cell, cell_index):
+        if utils.is_grade(cell):
+            await asyncio.sleep(1)
+        return await super()._async_poll_output_msg(parent_msg_id, cell, cell_index)
+
+
 @pytest.mark.slow
 def test_output_that_does_not_arrive_is_reported_as_such_and_fails_its_test(zygote):
-    # Three display messages far over the output limit; an IOPub wait of 0 s stands for
-    # the 700 MB ones that took longer than nbclient waits after the cell's reply.
+    # Three display messages far over the output limit, held back a second on their way
+    # (as 700 MB ones are), and an IOPub wait of 0 s: the cell's reply always comes first.
+    # Without the delay, whether small messages beat the reply is a race.
     source = (
         "from IPython.display import display\n\nfor _ in range(3):\n"
         "    display({'text/plain': 'x' * 200_000}, raw=True)\nassert False, 'a wrong answer'"
@@ -346,7 +358,7 @@ def test_output_that_does_not_arrive_is_reported_as_such_and_fails_its_test(zygo
     }
     notebook = v4.new_notebook(cells=[v4.new_code_cell("print('an answer cell')"), cell])
     notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
-    executor = SandboxedExecute(timeout=30, iopub_timeout=0, max_output_chars=1000)
+    executor = _SlowOutput(timeout=30, iopub_timeout=0, max_output_chars=1000)
     notebook, _ = executor.preprocess(notebook, {"metadata": {"path": str(REPO)}})
     recorded = notebook.metadata[KEY]
     _, message = outcome(notebook)
