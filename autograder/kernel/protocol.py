@@ -21,8 +21,8 @@ import json
 from typing import Any
 
 # The zygote's requests.
-SPAWN, POLL, SIGNAL, REAP = "spawn", "poll", "signal", "reap"
-OPS = (SPAWN, POLL, SIGNAL, REAP)
+SPAWN, POLL, SIGNAL, REAP, PRELOAD = "spawn", "poll", "signal", "reap", "preload"
+OPS = (SPAWN, POLL, SIGNAL, REAP, PRELOAD)
 
 # The guard's control-channel messages.
 GUARD_REQUEST = "autograder_guard_request"

@@ -36,6 +36,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -60,6 +61,8 @@ PRELOAD = (
     "sqlite3",
     "autograder.kernel.guard",
 )
+# The backend ipykernel sets for a kernel's matplotlib (ipykernel/kernelapp.py).
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
@@ -316,6 +319,36 @@ def _empty_scratch_dirs(keep: Path) -> None:
             empty(scratch)
 
 
+def preload_modules(names: tuple[str, ...]) -> dict[str, object]:
+    """Imports ``names`` here, so that every kernel forked afterwards starts with them.
+
+    A module that fails to import is reported, not fatal: the kernel that needs it will
+    import it (and fail) itself, where the student sees why. A fork copies only the
+    forking thread, so a lock another thread holds would stay held in every kernel: the
+    imports stop at the first module that leaves a thread running, and say which.
+
+    Returns:
+        ``loaded`` (the names imported), ``failed`` (name: why), and ``threaded``: the
+        module after which a thread ran (the zygote must be replaced), or "".
+    """
+    loaded, failed = [], {}
+    current = threading.current_thread()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception as error:  # an import may raise anything; the kernel will too
+                failed[name] = f"{type(error).__name__}: {error}"
+                print(f"zygote: cannot preload {name}: {error}", file=sys.stderr)
+                continue
+            if any(thread is not current for thread in threading.enumerate()):
+                print(f"zygote: importing {name} started a thread", file=sys.stderr)
+                return {"loaded": loaded, "failed": failed, "threaded": name}
+            loaded.append(name)
+    return {"loaded": loaded, "failed": failed, "threaded": ""}
+
+
 def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:
     """Imports ``preload``, then answers requests on stdin until it is closed.
 
@@ -334,16 +367,12 @@ def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:
     os.dup2(null, 1)  # a stray print must not corrupt the protocol
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of kernels stay our descendants
     _prctl(_PR_SET_DUMPABLE, 0)  # a kernel of the same uid cannot ptrace us
-    loaded = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name in preload:
-            try:
-                importlib.import_module(name)
-            except ImportError as error:
-                print(f"zygote: cannot preload {name}: {error}", file=sys.stderr)
-            else:
-                loaded.append(name)
+    # ipykernel points matplotlib at its inline backend when a kernel starts, unless
+    # MPLBACKEND says otherwise; matplotlib reads MPLBACKEND once, when it is imported. A
+    # matplotlib preloaded here must read what every kernel's ipykernel would set, or the
+    # kernels' figures are never shown.
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    loaded = preload_modules(preload)["loaded"]
     server = _Server(own_pid_namespace)
     channel = (requests.fileno(), replies.fileno())
 
@@ -363,6 +392,8 @@ def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:
             elif op == protocol.SIGNAL:
                 server.signal(request["pid"], request["signum"])
                 reply(ok=True)
+            elif op == protocol.PRELOAD:
+                reply(ok=True, **preload_modules(tuple(map(str, request["modules"]))))
             elif op == protocol.REAP:
                 reply(
                     ok=True,

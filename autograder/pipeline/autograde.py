@@ -214,6 +214,8 @@ class Grader:
             self.zygote.launch()
             self._stack.callback(self.zygote.close)
         self.zygote.wait_ready()
+        # What the course's notebooks import, imported once before any kernel is forked.
+        self.zygote.preload_modules(self.reference.imports)
         self._stack.enter_context(forked_kernels(self.zygote))
 
     def close(self) -> None:

@@ -76,6 +76,16 @@ class AssignmentReference:
     grading_secret: str = field(default="", repr=False)
 
     @property
+    def imports(self) -> tuple[str, ...]:
+        """The modules the released notebooks import: the zygote imports them once."""
+        from autograder.pipeline.preload import notebook_imports
+
+        found: dict[str, None] = {}
+        for notebook in self.released.values():
+            found.update(dict.fromkeys(notebook_imports(notebook)))
+        return tuple(found)
+
+    @property
     def digest(self) -> str:
         """A short fingerprint: workers keep one scratch course per distinct reference."""
         return hashlib.sha256(pickle.dumps(self)).hexdigest()[:16]

@@ -10,6 +10,7 @@ per line (:mod:`autograder.kernel.protocol`), and prepares each kernel's folders
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -31,6 +32,7 @@ from autograder.sandbox.limits import Limits
 # Kernels get only these variables of the grader's environment (no tokens, no secrets).
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL", "USER", "LOGNAME")
 ENV_KEPT_PREFIXES = ("LC_", "JPY_", "NBGRADER_", "OMP_", "MKL_", "OPENBLAS_")
+_log = logging.getLogger(__name__)
 START_TIMEOUT = 180  # seconds; the zygote imports torch inside the sandbox
 
 
@@ -277,6 +279,38 @@ class Zygote:
         if not reply.pop("ok", False):
             raise ZygoteError(f"zygote {op}: {reply.get('error')}")
         return reply
+
+    def preload_modules(self, modules: tuple[str, ...]) -> list[str]:
+        """Imports ``modules`` in the zygote, so that every kernel forked later has them.
+
+        Modules already imported cost nothing; a restarted zygote imports them again.
+        What fails to import is logged and left to the kernels that import it. A module
+        that starts a thread when imported is left to the kernels too: the zygote that
+        imported it is replaced by one without it (forking a process that runs other
+        threads may leave locks held forever in the kernels).
+
+        Args:
+            modules: Module names (the released notebooks' imports: the course's code).
+
+        Returns:
+            The modules imported now.
+        """
+        loaded: list[str] = []
+        pending = [name for name in modules if name not in self.preload]
+        while pending:
+            reply = self.request(protocol.PRELOAD, modules=pending)
+            for name, why in reply["failed"].items():
+                _log.warning("the zygote could not preload %s: %s", name, why)
+            done = [*reply["loaded"], *reply["failed"]]
+            loaded += reply["loaded"]
+            self.preload = self.preload + tuple(reply["loaded"])
+            threaded = reply["threaded"]
+            if not threaded:
+                break
+            _log.warning("importing %s starts a thread: kernels import it themselves", threaded)
+            self.restart()  # launched with self.preload, which leaves it out
+            pending = pending[len(done) + 1 :]
+        return loaded
 
     def new_slot(self) -> KernelSlot:
         """Creates the folders of the next kernel and picks its uid."""
