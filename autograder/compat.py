@@ -9,6 +9,7 @@ side (:mod:`autograder.kernel`) uses only public IPython and ipykernel attribute
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 # Private methods our subclasses override, as (class, method, parameters after self).
@@ -43,3 +44,29 @@ async def kernel_is_alive(client: Any) -> bool:
 def record_kernel_info(client: Any, reply: dict[str, Any]) -> None:
     """Lets a kernel client read a kernel_info reply, as its wait_for_ready would."""
     client._handle_kernel_info_reply(reply)
+
+
+@functools.cache
+def _gradebook_schema_head() -> str:
+    """The schema version nbgrader stamps on a new gradebook (its alembic head), read here."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:///unused.db") as ini:
+        return ScriptDirectory.from_config(Config(ini)).get_current_head()
+
+
+def read_gradebook_schema_in_process() -> None:
+    """Makes nbgrader read its schema version here instead of in a new process each time.
+
+    Creating a gradebook, nbgrader's ``Gradebook`` stamps it with the schema version it
+    gets from ``nbgrader.api.get_alembic_version``, which runs ``alembic heads`` in a
+    subprocess: a fresh Python importing alembic, 1.5 s on two idle cores (5 s busy), for
+    every new gradebook (each course, and each grading worker's scratch gradebook). The
+    answer depends only on nbgrader's migration scripts: it is read once with alembic's
+    Python API from the same scripts (``tests/test_compat.py`` checks both agree).
+    """
+    import nbgrader.api
+
+    nbgrader.api.get_alembic_version = _gradebook_schema_head

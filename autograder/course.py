@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from traitlets.config import Config
 
 if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,6 +118,15 @@ class Course:
             return self.db_url
         return f"sqlite:///{self.gradebook}" + (f"?timeout={timeout}" if timeout else "")
 
+    def gradebook_db(self) -> Gradebook:
+        """Opens the course's gradebook (created when missing); use it in a ``with``."""
+        from nbgrader.api import Gradebook
+
+        from autograder.compat import read_gradebook_schema_in_process
+
+        read_gradebook_schema_in_process()
+        return Gradebook(self.gradebook_url())
+
     @property
     def grading_secret_file(self) -> Path:
         """Where the course's grading secret is kept (beside the gradebook, never in git)."""
@@ -209,6 +219,10 @@ class Course:
         # zygotes before it needs nbgrader (see autograder.cli).
         from nbgrader.apps import NbGraderAPI
         from nbgrader.coursedir import CourseDirectory
+
+        from autograder.compat import read_gradebook_schema_in_process
+
+        read_gradebook_schema_in_process()  # the API creates the gradebook when missing
 
         merged = nbgrader_config()
         merged.CourseDirectory.root = str(self.root)

@@ -129,3 +129,25 @@ def test_kernel_client_helpers_exist():
     for name in ("_async_is_alive", "_handle_kernel_info_reply"):
         assert callable(getattr(AsyncKernelClient, name, None)), (name, VERSIONS)
     assert re.fullmatch(r"\d+\.\d+.*", VERSIONS["jupyter_client"])
+
+
+def test_the_gradebook_schema_read_in_process_is_the_one_alembic_prints(tmp_path):
+    import subprocess
+
+    import nbgrader.api
+    from nbgrader.dbutil import _temp_alembic_ini
+    from sqlalchemy import text
+
+    from autograder.course import put_interpreter_bin_on_path
+
+    # What nbgrader's own get_alembic_version runs (another test may have patched it).
+    put_interpreter_bin_on_path()
+    with _temp_alembic_ini("sqlite:///unused.db") as ini:
+        output = subprocess.check_output(["alembic", "-c", ini, "heads"], text=True)
+    through_alembic = output.split("\n")[0].split(" ")[0]
+    compat.read_gradebook_schema_in_process()
+    assert nbgrader.api.get_alembic_version() == through_alembic, VERSIONS["nbgrader"]
+    # A gradebook made now is stamped with it, as nbgrader stamps one.
+    with nbgrader.api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        stamped = gradebook.db.execute(text("SELECT version_num FROM alembic_version"))
+        assert [row[0] for row in stamped] == [through_alembic]

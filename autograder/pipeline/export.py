@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader import utils
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
 from autograder.course import Course, exercise_name
 from autograder.pipeline.review import Flag, course_sources, notebook_flags
@@ -60,7 +60,7 @@ def grade_rows(
     grade_ids = exercise_ids(course, assignment)
     flags = submission_flags(course, assignment, [s.student_id for s in submissions])
     rows = []
-    with Gradebook(course.gradebook_url()) as gradebook:
+    with course.gradebook_db() as gradebook:
         max_score = gradebook.find_assignment(assignment).max_score
         for submission in submissions:
             row = {"student_id": submission.student_id, "assignment": assignment}

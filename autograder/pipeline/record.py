@@ -159,9 +159,7 @@ class Recorder:
 
     def _graded_by_hand(self, student: str) -> bool:
         """Whether the gradebook has more for ``student`` than autograde wrote."""
-        from nbgrader.api import Gradebook
-
-        with Gradebook(self.course.gradebook_url()) as gradebook:
+        with self.course.gradebook_db() as gradebook:
             for notebook in gradebook.find_submission(self.assignment, student).notebooks:
                 if notebook.late_submission_penalty:
                     return True

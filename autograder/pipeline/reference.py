@@ -22,7 +22,7 @@ import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course import Course, put_interpreter_bin_on_path
+from autograder.course import Course
 from autograder.errors import AutograderError
 
 # The assignment's data files travel with every worker's copy: a runaway folder must not.
@@ -128,11 +128,10 @@ def read_reference(course: Course, assignment: str) -> AssignmentReference:
         course: The course, with the assignment built (released, and in the gradebook).
         assignment: The assignment id.
     """
-    from nbgrader.api import Gradebook  # imported here: seconds, and only the client needs it
     from nbgrader.coursedir import CourseDirectory
 
     notebooks = []
-    with Gradebook(course.gradebook_url()) as gradebook:
+    with course.gradebook_db() as gradebook:
         for notebook in gradebook.find_assignment(assignment).notebooks:
             cells = [
                 CellRecord(
@@ -168,8 +167,6 @@ def scratch_course(reference: AssignmentReference, root: Path) -> Course:
         The course: ``build/source`` holds the assignment's source notebooks and files, the
         release folder its released notebooks, and ``gradebook.db`` the record of its cells.
     """
-    from nbgrader.api import Gradebook
-
     course = Course.at(root, release=root / "release")
     assignment = reference.assignment
     (course.release / assignment).mkdir(parents=True)
@@ -182,8 +179,7 @@ def scratch_course(reference: AssignmentReference, root: Path) -> Course:
         target = course.source / assignment / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-    put_interpreter_bin_on_path()  # nbgrader runs `alembic` to make a gradebook
-    with Gradebook(course.gradebook_url()) as gradebook:
+    with course.gradebook_db() as gradebook:
         gradebook.update_or_create_assignment(assignment)
         for notebook in reference.notebooks:
             gradebook.update_or_create_notebook(
