@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -43,6 +44,8 @@ from autograder.course import Course, assignment_ids
 from autograder.pipeline.collect import collect
 from tests.support.fixtures import fixture_notebooks
 
+# How many notebooks each run grades at once.
+WORKERS = {"plain": 1, "jobs1": 1, "jobs2": 2, "dask": 2, "dask-local": 2}
 RUNS = {
     "plain": "plain nbgrader autograde",
     "jobs1": "autograder --jobs 1",
@@ -52,17 +55,96 @@ RUNS = {
 }
 
 
-def make_class(course: Course, assignments: list[str], students: int, folder: Path) -> None:
-    """Builds ``course`` and collects ``students`` submissions per assignment into it."""
+def make_class(
+    course: Course, assignments: list[str], students: int, folder: Path
+) -> dict[tuple[str, str], str]:
+    """Builds ``course`` and collects ``students`` submissions per assignment into it.
+
+    Returns:
+        The fixture each student's notebook is, by (assignment, student id).
+    """
     build(course, assignments)
+    made = {}
     for assignment in assignments:
         incoming = folder / assignment
         fixtures = sorted(fixture_notebooks(course, assignment).items())
-        for number, (_, notebook) in zip(range(students), itertools.cycle(fixtures)):
-            target = incoming / f"s{number + 1:03d}"
+        for number, (name, notebook) in zip(range(students), itertools.cycle(fixtures)):
+            student = f"s{number + 1:03d}"
+            target = incoming / student
             target.mkdir(parents=True)
             nbformat.write(notebook, target / f"{assignment}.ipynb")
+            made[assignment, student] = name
         collect(course, assignment, incoming)
+    return made
+
+
+# Where a graded notebook's time went, as printed: cells by kind (from nbclient's
+# timestamps, which plain nbgrader's notebooks have too), then what SandboxedExecute
+# recorded (metadata.autograder.seconds), then the rest of the worker's time.
+PHASES = {
+    "kernel_ready": "kernel forked/started and ready",
+    "answers": "cells: the student's answers",
+    "tests": "cells: the tests",
+    "other": "cells: the rest (demos, drawings)",
+    "between": "between cells (messages)",
+    "guard": "guard (before/after each test)",
+    "judge": "judges (in the grader's process)",
+    "outside": "outside the kernel (nbgrader, sandbox)",
+}
+
+
+def _stamp(cell: dict, key: str) -> float:
+    return datetime.fromisoformat(
+        cell["metadata"]["execution"][key].replace("Z", "+00:00")
+    ).timestamp()
+
+
+def breakdown(course: Course, assignments: list[str], worker_seconds: float) -> dict[str, float]:
+    """Seconds per notebook in each of :data:`PHASES`, averaged over the graded notebooks.
+
+    Args:
+        course: A course whose students were autograded.
+        assignments: Its assignments.
+        worker_seconds: The run's seconds times its workers, over its notebooks: what one
+            notebook cost a worker, from which the phases measured are taken away.
+    """
+    totals = dict.fromkeys(PHASES, 0.0)
+    paths = [
+        path
+        for assignment in assignments
+        for path in (course.root / "autograded").glob(f"*/{assignment}/{assignment}.ipynb")
+    ]
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        timed = [
+            cell
+            for cell in notebook.cells
+            if {"iopub.status.busy", "iopub.status.idle"}
+            <= set(cell.get("metadata", {}).get("execution", {}))
+        ]
+        if not timed:
+            continue
+        in_cells = 0.0
+        for cell in timed:
+            about = cell["metadata"].get("nbgrader", {})
+            kind = (
+                "answers" if about.get("solution") else "tests" if about.get("grade") else "other"
+            )
+            seconds = _stamp(cell, "iopub.status.idle") - _stamp(cell, "iopub.status.busy")
+            totals[kind] += seconds
+            in_cells += seconds
+        recorded = notebook.metadata.get("autograder", {}).get("seconds", {})
+        for name in ("kernel_ready", "guard", "judge"):
+            totals[name] += recorded.get(name, 0.0)
+        # The guard and the judges run between a test's cells and the next ones.
+        span = _stamp(timed[-1], "iopub.status.idle") - _stamp(timed[0], "iopub.status.busy")
+        totals["between"] += (
+            span - in_cells - recorded.get("guard", 0.0) - recorded.get("judge", 0.0)
+        )
+    count = max(len(paths), 1)
+    phases = {name: value / count for name, value in totals.items()}
+    phases["outside"] = worker_seconds - sum(phases.values())
+    return phases
 
 
 def grades(course: Course, assignments: list[str]) -> dict:
@@ -160,6 +242,21 @@ def kernel_floor(repeats: int = 3) -> float:
     return statistics.median(times)
 
 
+def print_breakdown(phases: dict[str, dict[str, float]]) -> None:
+    """Prints the seconds per notebook of each phase (rows) for each run (columns)."""
+    if not phases:
+        return
+    names = list(phases)
+    print("\nwhere a notebook's time goes (s per notebook, per worker):")
+    print(f"| {'phase':<40} | " + " | ".join(f"{name[:24]:>24}" for name in names) + " |")
+    print(f"|{'-' * 42}|" + "|".join("-" * 26 for _ in names) + "|")
+    for key, title in PHASES.items():
+        values = " | ".join(f"{phases[name][key]:24.2f}" for name in names)
+        print(f"| {title:<40} | {values} |")
+    total = " | ".join(f"{sum(phases[name].values()):24.2f}" for name in names)
+    print(f"| {'total':<40} | {total} |")
+
+
 def main() -> None:
     """Builds the class, grades it three ways, prints the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -204,7 +301,9 @@ def main() -> None:
         f"{os.cpu_count()} CPUs"
     )
     results: dict[str, float] = {}
+    phases: dict[str, dict[str, float]] = {}
     scores = []
+    fixtures: dict[tuple[str, str], str] = {}
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="grading-bench-"))
         if "dask" in args.runs:
@@ -214,11 +313,13 @@ def main() -> None:
             key = next(key for key, title in RUNS.items() if title == name)
             root = Path(scratch) / key
             course = Course.at(root)
-            make_class(course, assignments, args.students, root / "incoming")
+            fixtures = make_class(course, assignments, args.students, root / "incoming")
             course.write_nbgrader_config()
             commands = [command(assignment, root) for assignment in assignments]
             results[name] = timed(commands, root)
             scores.append(grades(course, assignments))
+            worker_seconds = results[name] * WORKERS[key] / notebooks
+            phases[name] = breakdown(course, assignments, worker_seconds)
             print(f"  {name}: {results[name]:.1f} s", flush=True)
     print()
     print(f"| {'command':<40} | s / notebook | throughput vs plain |")
@@ -231,6 +332,7 @@ def main() -> None:
     if plain:
         floor = kernel_floor()
         print(f"| {'floor: kernel + torch':<40} | {floor:12.2f} | {plain / floor:18.1f}x |")
+    print_breakdown(phases)
     jobs2 = results.get(RUNS["jobs2"])
     for key in ("dask", "dask-local"):
         if jobs2 and RUNS[key] in results:
@@ -239,6 +341,15 @@ def main() -> None:
     same = all(other == scores[0] for other in scores[1:])
     print(f"\nevery test scored the same by all of them: {'yes' if same else 'NO'}")
     if not same:
+        names = list(results)
+        for name, other in zip(names[1:], scores[1:], strict=True):
+            for test_key in sorted(set(scores[0]) | set(other)):
+                if scores[0].get(test_key) != other.get(test_key):
+                    assignment, student, test = test_key
+                    print(
+                        f"  {assignment} {student} ({fixtures[assignment, student]}) {test}: "
+                        f"{names[0]} {scores[0].get(test_key)}, {name} {other.get(test_key)}"
+                    )
         sys.exit(1)
 
 

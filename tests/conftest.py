@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -14,6 +15,23 @@ from autograder.course import Course, assignment_ids
 from autograder.pipeline.run import GradingResult, grade_class
 
 ASSIGNMENTS = assignment_ids()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
+    """Points this run's temporary files (the grader's kernel folders too) into its own folder.
+
+    Another run on the same machine (an instructor grading, a second CI job) makes
+    ``/tmp/autograder-*`` folders of its own: a test that looks for what the grader left
+    behind must see only what this run made. Grading workers and zygotes start after
+    this (they read TMPDIR when they start), and pytest keeps the folder as it keeps
+    every ``tmp_path``.
+    """
+    folder = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(folder))
+        patch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+        yield folder
 
 
 @pytest.fixture(scope="session")

@@ -148,8 +148,11 @@ def test_the_csv_never_starts_a_cell_with_a_formula(batch):
 @pytest.mark.slow
 def test_no_student_folder_is_left_on_the_host(batch):
     # Every kernel's folder (the deep tree and the disk filler's included) is removed.
+    # The temporary folder is this test run's own (conftest.py): another run's live
+    # kernels are not counted.
     import tempfile
 
+    assert "pytest" in tempfile.gettempdir()
     left = [
         path for path in Path(tempfile.gettempdir()).glob("autograder-*/k[0-9]*") if path.is_dir()
     ]

@@ -145,6 +145,19 @@ def test_a_pytorch_warning_in_a_correct_answer_costs_nothing(built_course, grade
     assert any("Warning" in text for text in printed)
 
 
+@pytest.mark.slow
+def test_each_graded_notebook_records_where_its_time_went(built_course, graded):
+    # benchmarks/grading_bench.py reads these to split a notebook's time into phases.
+    assignment = ASSIGNMENTS[0]
+    autograded = built_course.root / "autograded" / "perfect" / assignment
+    notebook = nbformat.read(autograded / f"{assignment}.ipynb", as_version=4)
+    seconds = notebook.metadata["autograder"]["seconds"]
+    assert set(seconds) == {"kernel_ready", "guard", "judge", "run"}
+    assert 0 < seconds["kernel_ready"] < seconds["run"]
+    # Every test asks the guard twice and has its observations judged.
+    assert 0 < seconds["guard"] + seconds["judge"] < seconds["run"]
+
+
 def _hidden_test_lines(course: Course, assignment: str) -> list[str]:
     """Lines only the hidden tests have (a judge may repeat a visible test's message)."""
     source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)

@@ -49,7 +49,7 @@ from autograder.pipeline.judge import (
     seed_for,
     submission_digest,
 )
-from autograder.submission import ERROR, MEMORY, TAMPERED, TIMEOUT, record
+from autograder.submission import ERROR, KEY, MEMORY, TAMPERED, TIMEOUT, record
 
 MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
 NOT_RUN = "NotRun"
@@ -58,6 +58,11 @@ IOPUB_TIMEOUT = "Timeout waiting for IOPub output"
 # Observation outputs a cell may send outside its output budget (honest cells send one
 # per hidden check); more count as ordinary output.
 OBSERVATIONS_PER_CELL = 8
+# What SandboxedExecute times, in seconds, recorded as the notebook's
+# metadata.autograder.seconds (read by benchmarks/grading_bench.py): from the start to the
+# first cell (the kernel forked and ready), the guard's requests, the judges, and the
+# whole run (the kernel's shutdown included).
+SECONDS = ("kernel_ready", "guard", "judge", "run")
 # The judges of each notebook seen by this process, by its setup cell (built once).
 _JUDGES: dict[str, Judges] = {}
 
@@ -118,10 +123,17 @@ class SandboxedExecute(Execute):
         self._deadline = monotonic() + self.notebook_timeout
         self._names = dict(nb.metadata.get("autograder", {}).get("protected_names", {}))
         self.timeout_func = self._cell_timeout
+        self._seconds = dict.fromkeys(SECONDS, 0.0)
+        self._started = monotonic()
+        self._first_cell_at = 0.0
         self._prepare_judges(nb, resources or {})
         nb, resources = super().preprocess(nb, resources, km)
         for kind, messages in self._events.items():
             record(nb, kind, *messages)
+        self._seconds["run"] = monotonic() - self._started
+        nb.metadata.setdefault(KEY, {})["seconds"] = {
+            name: round(value, 4) for name, value in self._seconds.items()
+        }
         return nb, resources
 
     def _prepare_judges(self, nb: NotebookNode, resources: dict) -> None:
@@ -164,6 +176,9 @@ class SandboxedExecute(Execute):
         """Runs one cell within the limits, or marks it as not run."""
         if cell.cell_type != "code" or not cell.source.strip():
             return cell, resources
+        if not self._first_cell_at:
+            self._first_cell_at = monotonic()
+            self._seconds["kernel_ready"] = self._first_cell_at - self._started
         if not self._stopped and monotonic() >= self._deadline:
             self._stop(TIMEOUT, f"the notebook ran past its {self.notebook_timeout} s limit")
         graded = utils.is_grade(cell)
@@ -228,6 +243,7 @@ class SandboxedExecute(Execute):
             else:
                 kept.append(output)
         cell.outputs = kept
+        start = monotonic()
         try:
             verdict = self._judges.judge(grade_id, cell.source, sent, seed)
         except JudgeSetupError as error:
@@ -235,6 +251,8 @@ class SandboxedExecute(Execute):
             failures = [f"the grader could not judge this test: {error}"]
         else:
             failures = list(verdict.failures)
+        finally:
+            self._seconds["judge"] += monotonic() - start
         cell.metadata.setdefault("autograder", {})["judged"] = not failures
         if failures:
             message = "hidden tests (judged by the grader): " + "; ".join(failures)
@@ -303,7 +321,9 @@ class SandboxedExecute(Execute):
     _guard_request = run_sync(_async_guard_request)
 
     def _guard(self, cell: NotebookNode, phase: str) -> None:
+        start = monotonic()
         changes = self._guard_request(phase)
+        self._seconds["guard"] += monotonic() - start
         exercise = _exercise(cell)
         if changes is None:
             self._stop(
