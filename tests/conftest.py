@@ -88,7 +88,11 @@ def pytest_report_header() -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
-    """Says where the browser test left its screenshots, so a person can look."""
+    """Says where the browser test left its screenshots, and how long each Run All took."""
     folder = getattr(config, "browser_screenshots", None)
     if folder is not None:
         terminalreporter.write_line(f"browser test screenshots: {folder}")
+    run_all = getattr(config, "run_all_seconds", {})
+    if run_all:
+        timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in run_all.items())
+        terminalreporter.write_line(f"Run All in JupyterLab (fresh kernel): {timings}")

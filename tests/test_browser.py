@@ -222,7 +222,7 @@ def _reference_answer(assignment: str, grade_id: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment: str):
+def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment: str, request):
     base, root, _ = lab
     browser_page, console_errors = page
     path = f"{assignment}/{assignment}.ipynb"
@@ -232,8 +232,14 @@ def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment
 
     _open(browser_page, base, path)
     browser_page.locator(".jp-NotebookPanel .jp-Cell").first.click()
+    # Run All, timed as a learner waits for it: from the click, on a kernel that was
+    # just started, until every cell ran (printed at the end of the pytest run).
+    started = time.perf_counter()
     _menu(browser_page, "Run", "Run All Cells")
     _wait_until_idle(browser_page, code_cells)
+    run_all = getattr(request.config, "run_all_seconds", {})
+    run_all[assignment] = time.perf_counter() - started
+    request.config.run_all_seconds = run_all
 
     # make lab turns JupyterLab's news off: no pop-up asks about "official Jupyter news".
     assert browser_page.locator(TOASTS).count() == 0, browser_page.locator(TOASTS).all_inner_texts()

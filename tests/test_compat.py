@@ -28,6 +28,34 @@ VERSIONS = {
 }
 
 
+_FIRST_TRACK_INPLACE = """
+import sys, torch
+from autograd_pitfalls import track_inplace
+with track_inplace() as log:
+    w = torch.ones(3, requires_grad=True)
+    h = w * 2
+    h.add_(1)
+print(len(log.writes), "torch._dynamo" in sys.modules)
+import torch._dynamo  # now torch.compile may meet the mode: torch's own wrapper is made
+from autograd_pitfalls.track import _RecordWrites
+with track_inplace() as log:
+    (torch.ones(2) * 2).mul_(3)
+raw = _RecordWrites.__dict__["__torch_dispatch__"].__wrapped__
+print(len(log.writes), getattr(raw, "__dynamo_disable") is not raw)
+"""
+
+
+def test_a_learners_first_dispatch_mode_does_not_import_dynamo_until_something_else_does():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _FIRST_TRACK_INPLACE], capture_output=True, text=True, check=True
+    )
+    # The writes are seen; torch._dynamo (1-2.5 s to import) is not imported for it.
+    assert result.stdout.split() == ["1", "False", "1", "True"], result.stderr[-2000:]
+
+
 def test_a_dispatch_mode_sees_each_aten_op_with_the_arguments_it_writes():
     seen = []
 

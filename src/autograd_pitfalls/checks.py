@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from autograd_pitfalls.compat import TorchDispatchMode, tree_leaves
+from autograd_pitfalls.compat import DispatchMode, tree_leaves
 from autograd_pitfalls.pitfalls import explain
 
 __all__ = [
@@ -96,7 +96,7 @@ _CROSS_DEVICE_OPS = frozenset(
 )
 
 
-class _CpuOperands(TorchDispatchMode):
+class _CpuOperands(DispatchMode):
     """Records the ops that mix a meta tensor with a CPU tensor holding more than one value.
 
     On meta some of them run (``meta_tensor += cpu_tensor``); on a GPU they all raise

@@ -14,6 +14,7 @@ through the functions at the end.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -24,6 +25,7 @@ from torch.utils._pytree import tree_leaves
 __all__ = [
     "CHECKED_SAVED_PREFIX",
     "RAW_SAVED_PREFIX",
+    "DispatchMode",
     "OpOverload",
     "TorchDispatchMode",
     "op_arguments",
@@ -38,6 +40,34 @@ __all__ = [
 # version check).
 RAW_SAVED_PREFIX = "_raw_saved_"
 CHECKED_SAVED_PREFIX = "_saved_"
+
+
+# Where torch._disable_dynamo keeps the wrapper it makes on first call, on the function.
+DYNAMO_DISABLED_ATTRIBUTE = "__dynamo_disable"
+
+
+class DispatchMode(TorchDispatchMode):
+    """A dispatch mode whose first op does not import ``torch._dynamo`` when nothing has.
+
+    TorchDispatchMode wraps a subclass's ``__torch_dispatch__`` in ``torch._disable_dynamo``,
+    whose first call imports ``torch._dynamo`` (1.2-2.5 s, with sympy) to make the wrapper
+    that ``torch.compile`` skips, and keeps it on the function under
+    :data:`DYNAMO_DISABLED_ATTRIBUTE`. Eager code, the course's, never meets
+    ``torch.compile``: while ``torch._dynamo`` is not imported, the function itself is kept
+    there, so nothing is imported and a learner's first ``track_inplace()`` is instant;
+    once something has imported it (an optimiser does), torch's own wrapper is made.
+    """
+
+    def __enter__(self) -> DispatchMode:
+        wrapper = type(self).__dict__.get("__torch_dispatch__")
+        raw = getattr(wrapper, "__wrapped__", None)
+        if raw is not None:
+            kept = getattr(raw, DYNAMO_DISABLED_ATTRIBUTE, None)
+            if "torch._dynamo" not in sys.modules and kept is None:
+                setattr(raw, DYNAMO_DISABLED_ATTRIBUTE, raw)
+            elif "torch._dynamo" in sys.modules and kept is raw:
+                delattr(raw, DYNAMO_DISABLED_ATTRIBUTE)
+        return super().__enter__()
 
 
 def op_name(func: OpOverload) -> str:

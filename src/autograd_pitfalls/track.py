@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from autograd_pitfalls.compat import OpOverload, TorchDispatchMode, op_arguments, op_name
+from autograd_pitfalls.compat import DispatchMode, OpOverload, op_arguments, op_name
 
 __all__ = ["InplaceLog", "InplaceWrite", "latest_log", "track_inplace"]
 
@@ -219,7 +219,7 @@ def latest_log() -> InplaceLog | None:
     return _latest
 
 
-class _RecordWrites(TorchDispatchMode):
+class _RecordWrites(DispatchMode):
     """Sees every ATen op below autograd and records those that write a tensor in place."""
 
     def __init__(self, log: InplaceLog) -> None:
