@@ -9,7 +9,10 @@ side (:mod:`autograder.kernel`) uses only public IPython and ipykernel attribute
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import re
+from collections.abc import Iterator
 from typing import Any
 
 # Private methods our subclasses override, as (class, method, parameters after self).
@@ -70,3 +73,62 @@ def read_gradebook_schema_in_process() -> None:
     import nbgrader.api
 
     nbgrader.api.get_alembic_version = _gradebook_schema_head
+
+
+# nbconvert's HTMLExporter ends by parsing the whole page with BeautifulSoup's pure-Python
+# parser to add two things (nbconvert/exporters/html.py, from_notebook_node): an alt text
+# on each image without one, and tabindex="0" on every input wrapper and output of the
+# notebook. On a feedback page (400-500 kB: the course's CSS, highlighted code, images)
+# that parse is most of the export: 0.8 s of 1.3 s per student. The same two edits are
+# made here by one pass of regular expressions over the page, which the template writes.
+# tests/test_compat.py checks that a page made this way parses to the same document as
+# nbconvert's own, on a notebook with images, and that nbconvert still asks for exactly
+# these selectors.
+NBCONVERT_ACCESSIBILITY_SELECTORS = (
+    "img:not([alt])",
+    ".jp-Notebook div.jp-Cell-inputWrapper",
+    ".jp-Notebook div.jp-OutputArea-output",
+)
+MISSING_ALT_TEXT = "No description has been provided for this image"
+_IMAGE_WITHOUT_ALT = re.compile(r"<img\b(?![^>]*\salt\s*=)([^>]*?)(\s*/?)>", re.IGNORECASE)
+_FOCUSABLE_DIV = re.compile(
+    r"<div\b([^>]*\bclass=\"[^\"]*(?<![\w-])(?:jp-Cell-inputWrapper|jp-OutputArea-output)"
+    r"(?![\w-])[^\"]*\"[^>]*?)(\s*/?)>"
+)
+
+
+class _EditedPage:
+    """Stands for BeautifulSoup in nbconvert's HTML exporter: the same edits, no parse."""
+
+    def __init__(self, html: str, features: str = "") -> None:
+        self.html = html
+        self.missing_alt = len(_IMAGE_WITHOUT_ALT.findall(html))
+
+    def select(self, selector: str) -> list[Any]:
+        if selector not in NBCONVERT_ACCESSIBILITY_SELECTORS:
+            raise NotImplementedError(f"nbconvert asks for {selector!r}: see autograder.compat")
+        # nbconvert only counts the images and sets attributes: one stand-in per image
+        # keeps its warning's count right; the edits are made once, in __str__.
+        return [_Ignored() for _ in range(self.missing_alt)] if selector.startswith("img") else []
+
+    def __str__(self) -> str:
+        html = _IMAGE_WITHOUT_ALT.sub(rf'<img\1 alt="{MISSING_ALT_TEXT}"\2>', self.html)
+        return _FOCUSABLE_DIV.sub(r'<div\1 tabindex="0"\2>', html)
+
+
+class _Ignored:
+    def __init__(self) -> None:
+        self.attrs: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def html_export_without_reparsing() -> Iterator[None]:
+    """Within this block, nbconvert's HTMLExporter makes its accessibility edits by regex."""
+    import nbconvert.exporters.html as html_module
+
+    parser = html_module.BeautifulSoup
+    html_module.BeautifulSoup = _EditedPage
+    try:
+        yield
+    finally:
+        html_module.BeautifulSoup = parser

@@ -24,7 +24,7 @@ from autograder.course import nbgrader_config
 
 VERSIONS = {
     name: importlib.metadata.version(name)
-    for name in ("torch", "nbgrader", "nbclient", "jupyter_client")
+    for name in ("torch", "nbgrader", "nbclient", "jupyter_client", "nbconvert")
 }
 
 
@@ -179,3 +179,56 @@ def test_the_gradebook_schema_read_in_process_is_the_one_alembic_prints(tmp_path
     with nbgrader.api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
         stamped = gradebook.db.execute(text("SELECT version_num FROM alembic_version"))
         assert [row[0] for row in stamped] == [through_alembic]
+
+
+def _page_with_images() -> nbformat.NotebookNode:
+    png = (
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
+        "RU5ErkJggg=="
+    )
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect/></svg>'
+    code = v4.new_code_cell("draw(loss)")
+    code.outputs = [
+        v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
+        v4.new_output("display_data", data={"image/svg+xml": svg}),
+        v4.new_output(
+            "display_data",
+            data={"text/html": '<IMG src="a.png"><img alt="kept" src="b.png"/><div class="x">'},
+        ),
+        v4.new_output("stream", name="stdout", text="<img src=escaped.png> a > b\n"),
+        v4.new_output("error", ename="AssertionError", evalue="q1", traceback=["AssertionError"]),
+    ]
+    return v4.new_notebook(
+        cells=[
+            v4.new_markdown_cell('An image in prose: <img src="c.png">, and **bold**.'),
+            code,
+            v4.new_code_cell("x = 1"),
+        ]
+    )
+
+
+def test_feedback_exported_without_the_second_parse_is_the_same_document():
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from autograder.pipeline.feedback import FeedbackExporter
+
+    notebook = _page_with_images()
+    theirs, _ = HTMLExporter().from_notebook_node(notebook)
+    ours, _ = FeedbackExporter().from_notebook_node(notebook)
+
+    def document(html: str) -> str:
+        return BeautifulSoup(html, features="html.parser").decode()
+
+    assert document(ours) == document(theirs), VERSIONS["nbconvert"]
+    assert ours.count(compat.MISSING_ALT_TEXT) == 4  # prose, figure, and the student's <IMG>
+    assert 'tabindex="0"' in ours
+
+
+def test_nbconvert_still_makes_only_the_accessibility_edits_the_grader_repeats():
+    from nbconvert.exporters import HTMLExporter
+
+    source = inspect.getsource(HTMLExporter.from_notebook_node)
+    asked = re.findall(r"soup\.select\(\"([^\"]+)\"\)", source)
+    assert tuple(asked) == compat.NBCONVERT_ACCESSIBILITY_SELECTORS, VERSIONS["nbconvert"]
+    assert source.count("BeautifulSoup(") == 1 and compat.MISSING_ALT_TEXT in source
