@@ -1,7 +1,8 @@
 """How fast a class is graded: plain ``nbgrader autograde`` against ``python -m autograder``.
 
 Builds a synthetic class (``--students`` per assignment, every current assignment, made
-of the fixture submissions in turn), then grades it three times, each in a fresh course
+of the fixture submissions in turn, leaving out those that attack the grading itself:
+``tests.support.fixtures.GRADER_ATTACKS``), then grades it three times, each in a fresh course
 folder and each through the command line, as an instructor would:
 
 * plain ``nbgrader autograde`` (one student at a time, a fresh kernel each);
@@ -42,7 +43,7 @@ from nbgrader.api import Gradebook
 from autograder.authoring.build import build
 from autograder.course import Course, assignment_ids
 from autograder.pipeline.collect import collect
-from tests.support.fixtures import fixture_notebooks
+from tests.support.fixtures import GRADER_ATTACKS, fixture_notebooks
 
 # How many notebooks each run grades at once.
 WORKERS = {"plain": 1, "jobs1": 1, "jobs2": 2, "dask": 2, "dask-local": 2}
@@ -67,7 +68,11 @@ def make_class(
     made = {}
     for assignment in assignments:
         incoming = folder / assignment
-        fixtures = sorted(fixture_notebooks(course, assignment).items())
+        fixtures = sorted(
+            (name, notebook)
+            for name, notebook in fixture_notebooks(course, assignment).items()
+            if name not in GRADER_ATTACKS  # plain nbgrader may score these differently
+        )
         for number, (name, notebook) in zip(range(students), itertools.cycle(fixtures)):
             student = f"s{number + 1:03d}"
             target = incoming / student

@@ -117,3 +117,16 @@ def test_importing_the_kernel_side_loads_no_other_grader_module():
     loaded = eval(result.stdout)
     assert [module for module in loaded if _outside_kernel(module)] == []
     assert "autograder.kernel.server" in loaded
+
+
+def test_reading_a_notebook_in_the_grader_does_not_build_iri_parsers():
+    # autograder/__init__.py keeps jsonschema from importing rfc3987_syntax (2.2 s).
+    code = (
+        "import autograder, nbformat, sys\n"
+        "from nbformat import v4\n"
+        "nbformat.validate(v4.new_notebook(cells=[v4.new_code_cell('x = 1')]))\n"
+        "print('rfc3987_syntax' in sys.modules and sys.modules['rfc3987_syntax'] is not None)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "False"

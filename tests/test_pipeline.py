@@ -345,3 +345,10 @@ def test_progress_is_quiet_unless_on_a_terminal():
     assert "ada  timeout  (cell 3 ran past its 120 s limit)" in text
     assert "bob  ok" in text
     assert "2/2" in text
+
+
+def test_every_fixture_named_an_attack_on_the_grading_exists():
+    from tests.support.fixtures import GRADER_ATTACKS
+
+    names = {name for assignment in ASSIGNMENTS for name in load_wrong_answers(assignment)}
+    assert GRADER_ATTACKS <= names

@@ -23,6 +23,18 @@ from autograder.course import Course
 from autograder.errors import AutograderError
 
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+# Fixture students who attack the grading itself (the judge's inputs and oracle, the
+# tests' helpers) instead of answering wrongly. Plain nbgrader runs the judges in the
+# student's kernel, so it may score them differently: by design, and why this grader
+# judges outside the kernel. Comparisons with plain nbgrader leave them out.
+GRADER_ATTACKS = frozenset(
+    {
+        "reads_caller_frame",
+        "calls_hidden_oracle",
+        "rebinds_test_helpers",
+        "rebinds_devices_to_skip_checks",
+    }
+)
 
 
 class FixtureError(AutograderError):
