@@ -7,8 +7,10 @@ the page, and no graded test cell prints a value.
 from __future__ import annotations
 
 import base64
+import multiprocessing
 import re
 import struct
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 from nbgrader import utils
@@ -83,19 +85,30 @@ def test_drawing_widths_reads_svg_html_and_png():
 
 
 @pytest.fixture(scope="module")
-def source_reports(built_course: Course) -> dict[str, CheckReport]:
-    return {
-        assignment: check_notebook(built_course.source / assignment / f"{assignment}.ipynb")
+def reports(built_course: Course) -> dict[tuple[str, str], CheckReport]:
+    """Every source and student notebook checked as a learner checks it, two at a time.
+
+    Each check starts a fresh kernel that imports torch, as ``make check`` does; two run
+    at once (in fresh processes: a fork would copy this one's sockets) to use both cores.
+    """
+    paths = {
+        ("source", assignment): built_course.source / assignment / f"{assignment}.ipynb"
         for assignment in ASSIGNMENTS
-    }
+    } | {("student", a): built_course.student_notebook(a) for a in ASSIGNMENTS}
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        futures = {key: pool.submit(check_notebook, path) for key, path in paths.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 @pytest.fixture(scope="module")
-def student_reports(built_course: Course) -> dict[str, CheckReport]:
-    return {
-        assignment: check_notebook(built_course.student_notebook(assignment))
-        for assignment in ASSIGNMENTS
-    }
+def source_reports(reports) -> dict[str, CheckReport]:
+    return {assignment: reports["source", assignment] for assignment in ASSIGNMENTS}
+
+
+@pytest.fixture(scope="module")
+def student_reports(reports) -> dict[str, CheckReport]:
+    return {assignment: reports["student", assignment] for assignment in ASSIGNMENTS}
 
 
 @pytest.mark.slow
