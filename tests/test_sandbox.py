@@ -20,6 +20,7 @@ from nbformat import v4
 from nbgrader import utils
 
 from autograder.course import REPO, Course
+from autograder.kernel.server import _Server
 from autograder.pipeline.autograde import forked_kernels
 from autograder.preprocessors.execute import NOT_RUN, SandboxedExecute
 from autograder.sandbox.bwrap import bwrap_arguments, course_sandbox, detect_sandbox, gpu_nodes
@@ -175,6 +176,21 @@ except OSError:
         "network": "False",
         "write": "False",
     }, result.stderr
+
+
+def test_a_kernel_given_the_pid_of_an_earlier_child_is_not_taken_for_dead(monkeypatch, tmp_path):
+    # pids wrap (at 32768 on many hosts): a new kernel can get the pid of a child that
+    # exited long before. Here a live process stands in for the kernel fork returns.
+    server = _Server(own_pid_namespace=False)
+    kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        server.exit_codes[kernel.pid] = 1  # an earlier child with this pid exited with 1
+        monkeypatch.setattr(os, "fork", lambda: kernel.pid)
+        server.spawn({"cwd": str(tmp_path / "work")}, ())
+        assert server.poll(kernel.pid) is None
+    finally:
+        kernel.kill()
+        kernel.wait()
 
 
 @contextlib.contextmanager

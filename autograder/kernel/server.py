@@ -146,9 +146,9 @@ def _become_kernel(request: dict, channel_fds: tuple[int, ...]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        # ipykernel echoes captured output to the terminal when it has no parent, which
-        # here would feed its own captured stdout back to itself; with a parent it does
-        # not, and it exits when the zygote does.
+        # As jupyter_client sets it for a kernel it starts. ipykernel read it when the
+        # zygote imported ipykernel.kernelapp, so the kernel polls no parent: the
+        # PDEATHSIG above is what ends it with the zygote.
         os.environ["JPY_PARENT_PID"] = str(os.getppid())
         os.umask(0o077)
         _reseed()
@@ -163,7 +163,10 @@ def _become_kernel(request: dict, channel_fds: tuple[int, ...]) -> None:
         app.start()
         code = 0
     except BaseException:
-        traceback.print_exc()
+        # To the kernel's log: once initialised, ipykernel's sys.stderr goes to IOPub,
+        # where nobody listens to a kernel that failed to start.
+        traceback.print_exc(file=sys.__stderr__)
+        sys.__stderr__.flush()
     finally:
         # Never return into the zygote's loop, and skip its atexit handlers.
         os._exit(code)
@@ -188,6 +191,9 @@ class _Server:
         pid = os.fork()
         if pid == 0:
             _become_kernel(request, channel_fds)
+        # The kernel's pid may be one an earlier child had (pids wrap at pid_max, 32768
+        # on many hosts): that child's exit code is not this kernel's.
+        self.exit_codes.pop(pid, None)
         return {"pid": pid}
 
     def poll(self, pid: int) -> int | None:
