@@ -140,7 +140,8 @@ def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zyg
         return []
     sandbox = course_sandbox(course, enabled=args.sandbox)
     jobs = max(1, min(args.jobs, students))
-    zygotes = launch_zygotes(sandbox, _limits(args), jobs)
+    # The threads grade_class gives each kernel when args.jobs run at once.
+    zygotes = launch_zygotes(sandbox, _limits(args).sharing(args.jobs), jobs)
     if jobs > 1:
         # The grading processes fork from a server that imports nbgrader: start it now too.
         worker_context(start=True)

@@ -323,6 +323,26 @@ def test_no_key_of_a_student_survives_its_kernel(zygote):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("kind", "threads"), [("bubblewrap", 1), ("no sandbox", 3)])
+def test_each_kernel_uses_the_torch_threads_its_limits_give(kind, threads):
+    # 3 is not this machine's default: the kernel got it from the limits.
+    with _forking(kind, Limits(cell_timeout=30, torch_threads=threads)):
+        assert _run("import torch\nprint(torch.get_num_threads())") == [str(threads)]
+
+
+def test_kernels_graded_at_once_share_the_cores_unless_told(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert Limits().sharing(1).torch_threads == 4
+    assert Limits().sharing(2).torch_threads == 2
+    assert Limits().sharing(3).torch_threads == 1
+    assert Limits().sharing(8).torch_threads == 1
+    assert Limits(torch_threads=3).sharing(2).torch_threads == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the grader's own setting wins
+    assert Limits().sharing(1).torch_threads == 2
+
+
+@pytest.mark.slow
 def test_the_memory_limit_stops_a_20_gb_allocation(zygote):
     result = _run("import torch\nx = torch.ones(5 * 2**30)", "print('still here')")
     assert "can't allocate memory" in result[0]

@@ -119,6 +119,8 @@ def autograde_class(
     if executor is None:
         executor = LocalExecutor(jobs, zygotes, course_sandbox(course, enabled=sandbox))
     remote = executor.name != LocalExecutor.name
+    if not remote:
+        limits = limits.sharing(executor.workers)  # Dask workers choose on their machine
     settings = WorkerSettings(limits, sandbox=sandbox, require_sandbox=remote, feedback=feedback)
     seen: set[str] = set()
     graded = grade_students(

@@ -99,7 +99,7 @@ class GradingWorker:
         if self.zygote is None:
             # Inside this worker's folder: whatever a killed worker leaves is in one place.
             run_dir = self.folder / "zygote"
-            self.zygote = Zygote(self.sandbox, run_dir, self.settings.limits)
+            self.zygote = Zygote(self.sandbox, run_dir, _with_torch_threads(self.settings.limits))
             self.zygote.launch()
 
     def grader_for(self, reference: AssignmentReference) -> Grader:
@@ -162,6 +162,23 @@ def install(worker: GradingWorker) -> GradingWorker:
     # Pool and Dask worker processes end with os._exit: atexit would not close the zygote.
     Finalize(worker, worker.close, exitpriority=10)
     return worker
+
+
+def _with_torch_threads(limits: Limits) -> Limits:
+    """``limits`` with the threads this process's kernels may use, if not chosen yet.
+
+    A Dask worker's kernels get the worker's threads (the cores the cluster gave it); a
+    process outside Dask grades alone here, with every core.
+    """
+    if limits.torch_threads > 0:
+        return limits
+    try:
+        from distributed import get_worker
+
+        threads = get_worker().state.nthreads
+    except (ImportError, ValueError):  # not in a Dask worker
+        return limits.sharing(1)
+    return dataclasses.replace(limits, torch_threads=max(1, threads))
 
 
 def current_worker(settings: WorkerSettings) -> GradingWorker:

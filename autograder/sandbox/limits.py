@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, replace
 
 DEVICES = ("cpu", "cuda")
+
+
+def cores_each(kernels_at_once: int) -> int:
+    """Returns the cores each of ``kernels_at_once`` kernels gets on this machine (at least 1).
+
+    The grader's ``OMP_NUM_THREADS``, when set, is taken as the answer instead.
+    """
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return max(1, len(os.sched_getaffinity(0)) // max(1, kernels_at_once))
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,11 @@ class Limits:
             per student).
         device: Where the tests run: ``cpu`` (the default: grades do not depend on the
             grading machine) or ``cuda`` (the kernels see the GPU).
+        torch_threads: Threads torch may use in each kernel (OpenMP, MKL); 0 until the
+            grader knows how many kernels share the machine (:meth:`sharing`). Two kernels
+            each running torch's default (one thread per core) on the same cores made
+            grading two at a time cost half as much CPU again: OpenMP threads that wait
+            for a busy core spin.
     """
 
     cell_timeout: int = 120
@@ -37,10 +54,21 @@ class Limits:
     disk_mb: int = 1024
     processes: int = 256
     device: str = "cpu"
+    torch_threads: int = 0
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {self.device!r}")
+
+    def sharing(self, kernels_at_once: int) -> Limits:
+        """Returns these limits with ``torch_threads`` set for ``kernels_at_once`` kernels.
+
+        Threads already chosen are kept; otherwise each kernel gets its share of this
+        machine's cores (see :func:`cores_each`).
+        """
+        if self.torch_threads > 0:
+            return self
+        return replace(self, torch_threads=cores_each(kernels_at_once))
 
     def as_dict(self) -> dict[str, int | str]:
         """Returns the limits as a plain dict (for the status file and the zygote)."""

@@ -185,6 +185,10 @@ class Zygote:
         command += ["--preload", ",".join(self.preload)]
         env = kept_environment(dict(os.environ))
         env.update(PYTHONDONTWRITEBYTECODE="1", HOME=str(self.run_dir))
+        if self.limits.torch_threads > 0:
+            # Read once, when torch loads its OpenMP and MKL here: the kernels inherit it.
+            threads = str(self.limits.torch_threads)
+            env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
         ours, theirs = socket.socketpair()
         with (self.run_dir / "zygote.log").open("a") as log:
             self.process = subprocess.Popen(
