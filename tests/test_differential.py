@@ -10,6 +10,7 @@ The hostile fixtures are left out on purpose: there the two must differ.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -73,7 +74,13 @@ def plain(tmp_path_factory) -> dict[str, Course]:
         command = [str(nbgrader), "autograde", assignment, "--force"]
         runs.append(
             subprocess.Popen(
-                command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+                command,
+                cwd=root,
+                # Five at once: one torch thread each, or their OpenMP threads spin.
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
             )
         )
     for run in runs:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import multiprocessing
+import os
 import re
 import struct
 from concurrent.futures import ProcessPoolExecutor
@@ -96,7 +97,13 @@ def reports(built_course: Course) -> dict[tuple[str, str], CheckReport]:
         for assignment in ASSIGNMENTS
     } | {("student", a): built_course.student_notebook(a) for a in ASSIGNMENTS}
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+    with (
+        # Two kernels at once, each with torch's default of a thread per core, spin
+        # their OpenMP threads against each other: each gets its share (kernels inherit it).
+        pytest.MonkeyPatch.context() as patch,
+        ProcessPoolExecutor(max_workers=2, mp_context=context) as pool,
+    ):
+        patch.setenv("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // 2)))
         futures = {key: pool.submit(check_notebook, path) for key, path in paths.items()}
         return {key: future.result() for key, future in futures.items()}
 
