@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import types
+
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograd_pitfalls import passline
+from autograder.course import nbgrader_config
 from autograder.learner import validate_button as lab_validate
 from autograder.learner.summary import exercise_summary
+from autograder.learner.validate import check_notebook
 
 RED = "\x1b[0;31m"
 
@@ -23,6 +27,7 @@ def test_nbgrader_still_has_what_lab_validate_reaches():
     # moves these, this fails before the lab's Validate button does.
     handlers = lab_validate.NBGRADER_HANDLERS
     assert callable(handlers.ValidateAssignmentHandler.validate_notebook)
+    assert handlers.Validator.__name__ == "Validator"  # the name it validates with
     patterns = dict(handlers.default_handlers)
     assert patterns[r"/assignments/validate"] is handlers.ValidateAssignmentHandler
     assert r"/nbgrader_version" in patterns
@@ -77,3 +82,31 @@ def test_pass_line_is_for_test_cells_only_and_needs_ipython():
     assert not passline.is_test_cell('"""A module docstring."""')
     assert not passline.is_test_cell("print('Checks')")
     assert passline.install() is False  # plain pytest: no IPython shell to hook into
+
+
+def test_a_test_cell_that_logs_to_stderr_passes_in_make_check_and_the_lab(tmp_path):
+    # An answer that logs (logging writes to stderr) is not a failing one: nbgrader alone
+    # would fail the cell, and the grader does not.
+    logs = '"""Checks that logging costs nothing."""\nimport logging\nlogging.warning("epoch 1")'
+    fails = '"""Checks that a failing test still fails."""\nassert False, "wrong"'
+    notebook = new_notebook(cells=[_graded("q1-tests", logs), _graded("q2-tests", fails)])
+    for cell in notebook.cells:
+        cell.metadata.nbgrader.update(schema_version=3, solution=False)
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    path = tmp_path / "logs.ipynb"
+    nbformat.write(notebook, path)
+
+    report = check_notebook(path)
+    assert [(e.exercise, e.passed) for e in report.exercises] == [("q1", True), ("q2", False)]
+
+    # As the lab's Validate button does: nbgrader's handler, with the course's validator.
+    handler = lab_validate.SummaryValidateHandler.__new__(lab_validate.SummaryValidateHandler)
+    handler.load_config = lambda: nbgrader_config()
+    handler.application = types.SimpleNamespace(settings={"root_dir": str(tmp_path)})
+    output = handler.validate_notebook(path.name)
+    assert output["success"], output
+    failing = [entry["source"] for entry in output["value"]["failed"]]
+    assert failing == [
+        "1 of 2 exercises pass (q1); not yet: q2.",
+        "q2: Checks that a failing test still fails.",
+    ]

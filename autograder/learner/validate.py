@@ -13,11 +13,14 @@ from pathlib import Path
 import nbformat
 from nbconvert.filters import strip_ansi
 from nbgrader import utils
+from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, Execute
 from nbgrader.validator import Validator
+from traitlets import List
 
 from autograder.compat import changed_locked_cells, execute_for_validation
 from autograder.course import exercise_name, nbgrader_config
 from autograder.learner.summary import exercise_summary
+from autograder.preprocessors.stderr import StderrIsNotFailure
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class ExerciseResult:
         grade_id: The test cell's grade id, for example ``"q1-tests"``.
         score: Points earned.
         max_score: Points available.
-        error: What the failing test printed (error or stderr), empty when it passed.
+        error: What the failing test raised, empty when it passed.
     """
 
     grade_id: str
@@ -118,7 +121,18 @@ def _fmt(points: float) -> str:
     return f"{points:g}"
 
 
-class _ExerciseValidator(Validator):
+class CourseValidator(Validator):
+    """nbgrader's Validator, with the grader's rule that a test fails by raising.
+
+    nbgrader fails a test cell that wrote to stderr; the grader does not (see
+    :mod:`autograder.preprocessors.stderr`), so neither do ``make check`` and the lab's
+    Validate button. nbgrader's ``preprocessors`` cannot be configured: hence a subclass.
+    """
+
+    preprocessors = List([CheckCellMetadata, ClearOutput, Execute, StderrIsNotFailure])
+
+
+class _ExerciseValidator(CourseValidator):
     """nbgrader's Validator, returning the executed notebook instead of printed text."""
 
     def run(self, path: Path) -> tuple[nbformat.NotebookNode, list[str]]:

@@ -14,7 +14,9 @@ this module only; ``tests/test_lab_validate.py`` checks that it still exists.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from nbgrader.server_extensions.validate_assignment import handlers as NBGRADER_
 
 from autograder.course import exercise_name
 from autograder.learner.summary import exercise_summary
+from autograder.learner.validate import CourseValidator
 
 # An error's own line in a traceback: "NotImplementedError: ...", "AssertionError".
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
@@ -95,8 +98,26 @@ def summarize(notebook: nbformat.NotebookNode, failed: list[dict[str, str]]) -> 
     return entries
 
 
+@contextlib.contextmanager
+def course_validator() -> Iterator[None]:
+    """Within this block, nbgrader's handler validates with :class:`CourseValidator`.
+
+    The handler makes its validator from the name ``Validator`` of its module; the server
+    calls it on its one event-loop thread, so nothing else sees the swap.
+    """
+    nbgraders = NBGRADER_HANDLERS.Validator
+    NBGRADER_HANDLERS.Validator = CourseValidator
+    try:
+        yield
+    finally:
+        NBGRADER_HANDLERS.Validator = nbgraders
+
+
 class SummaryValidateHandler(NBGRADER_HANDLERS.ValidateAssignmentHandler):
-    """nbgrader's validate handler; its result's failures summarized (see :func:`summarize`)."""
+    """nbgrader's validate handler, with the course's validator; failures summarized.
+
+    See :class:`CourseValidator` and :func:`summarize`.
+    """
 
     def validate_notebook(self, path: str) -> dict[str, Any]:
         """Validates as nbgrader does, then summarizes the failing exercises.
@@ -107,7 +128,8 @@ class SummaryValidateHandler(NBGRADER_HANDLERS.ValidateAssignmentHandler):
         Returns:
             nbgrader's ``{"success": ..., "value": ...}`` with ``value["failed"]`` rewritten.
         """
-        output = super().validate_notebook(path)
+        with course_validator():
+            output = super().validate_notebook(path)
         value = output.get("value")
         if output.get("success") and isinstance(value, dict) and value.get("failed"):
             # nbgrader checked already that the path stays inside the root folder.

@@ -49,6 +49,7 @@ from autograder.pipeline.judge import (
     seed_for,
     submission_digest,
 )
+from autograder.preprocessors.stderr import stderr_is_not_failure
 from autograder.submission import ERROR, KEY, MEMORY, TAMPERED, TIMEOUT, record
 
 MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
@@ -221,7 +222,7 @@ class SandboxedExecute(Execute):
         if graded and not self._stopped:
             self._guard(cell, "after")
         if graded:
-            _stderr_is_not_failure(cell)
+            stderr_is_not_failure(cell)
             self._judge(cell, seed)
             _errors_first(cell)
         for output in cell.outputs:
@@ -372,18 +373,6 @@ class SandboxedExecute(Execute):
             notice = f"\n[output cut by the grader at {self.max_output_chars} characters]\n"
             outs.append(new_output("stream", name="stdout", text=notice))
         return out
-
-
-def _stderr_is_not_failure(cell: NotebookNode) -> None:
-    """Shows a test cell's stderr as stdout: a test fails by raising, not by printing.
-
-    nbgrader scores 0 a test cell that wrote to stderr, so a correct answer that logs, shows
-    a progress bar (tqdm writes to stderr) or warns would lose the exercise. The text is
-    kept, on stdout; errors and the judges' verdicts decide.
-    """
-    for output in cell.outputs:
-        if output.output_type == "stream" and output.get("name") == "stderr":
-            output.name = "stdout"
 
 
 def _errors_first(cell: NotebookNode) -> None:
