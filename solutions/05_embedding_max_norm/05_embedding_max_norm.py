@@ -1125,8 +1125,8 @@ assert drift_shared == 0.0 and abs(drift_own - 4.0) < 1e-5
 #
 # For each situation, choose one fix: `"reorder"` (call the embedding before any other use of the weight), `"clone"` (use `embedding.weight.clone()` where you use the weight directly), `"renorm_first"` (rescale the rows under `torch.no_grad()` yourself, then look up with `max_norm=None`), `"detach"` (use `embedding.weight.detach()` there), `"detach_clone"` (use `embedding.weight.detach().clone()` there) or `"no_grad"` (compute that use of the weight under `torch.no_grad()`).
 #
-# - `"A"`: the output layer must score against the rescaled rows the lookup returned, and the weight is too large to copy at every step.
-# - `"B"`: a regulariser must see the weight as it was *before* this batch's rescaling, and the lookup keeps `max_norm`.
+# - `"A"`: the output layer must score against the rescaled rows the lookup returned, the lookup keeps `max_norm`, and the weight is too large to copy at every step.
+# - `"B"`: a regulariser must see the weight as it was *before* this batch's rescaling and send its gradient to the weight, and the lookup keeps `max_norm`.
 # - `"C"`: a library loss you cannot edit reads `embedding.weight` (and saves it for backward) before it calls the embedding, and every use must see the rescaled rows.
 # - `"D"`: before the lookup, a loss term scores the model's hidden state (which requires grad) against all rows, `hidden @ weight.T`; it must train the hidden state, send no gradient to the embedding, and `backward()` must work.
 #
@@ -1155,8 +1155,8 @@ assert isinstance(choices, dict) and set(choices) == {"A", "B", "C", "D"}, (
 )
 assert set(choices.values()) <= options, f"each choice should be one of {sorted(options)}"
 assert choices["A"] == "reorder", (
-    "A: only the reorder gives the rescaled rows without a copy (section 3). "
-    + explain("embedding-renorm-in-forward")
+    "A: with max_norm kept on the lookup, only the reorder gives the rescaled rows without a "
+    "copy (section 3). " + explain("embedding-renorm-in-forward")
 )
 
 
@@ -1187,12 +1187,13 @@ def judge(seen, case):
     )
     assert set(choices.values()) <= options, f"each choice should be one of {sorted(options)}"
     assert choices["A"] == "reorder", (
-        "A: only the reorder gives the rescaled rows without a copy (section 3). "
-        + explain("embedding-renorm-in-forward")
+        "A: with max_norm kept on the lookup, only the reorder gives the rescaled rows without a "
+        "copy (section 3). " + explain("embedding-renorm-in-forward")
     )
     assert choices["B"] == "clone", (
-        "B: the values before the rescaling are only kept by a copy made before the lookup "
-        "(section 3). " + explain("embedding-renorm-in-forward")
+        "B: the values before the rescaling are only kept by a copy made before the lookup, "
+        "and a copy made after .detach() sends no gradient to the weight (section 3). "
+        + explain("embedding-renorm-in-forward")
     )
     assert choices["C"] == "renorm_first", (
         "C: you cannot move the library's use, so rescale before it and keep max_norm out of "
