@@ -13,6 +13,7 @@ from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import Course, assignment_ids
 from autograder.pipeline.run import GradingResult, grade_class
+from tests.support.fixtures import PACKAGED_IN
 
 ASSIGNMENTS = assignment_ids()
 
@@ -45,7 +46,8 @@ def built_course(tmp_path_factory: pytest.TempPathFactory) -> Course:
 
 @pytest.fixture(scope="session")
 def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each assignment's fixtures plus a corrupt, an empty and a zipped submission."""
+    """Each assignment's fixtures, a corrupt and an empty submission (and, in
+    :data:`PACKAGED_IN`, a zipped and a single-file one)."""
     folders = {}
     for assignment in ASSIGNMENTS:
         folder = tmp_path_factory.mktemp(f"submissions-{assignment}")
@@ -53,10 +55,11 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         (folder / "corrupt_json").mkdir()
         (folder / "corrupt_json" / f"{assignment}.ipynb").write_text('{"cells": [')
         (folder / "empty_folder").mkdir()
-        perfect = folder / "perfect" / f"{assignment}.ipynb"
-        with zipfile.ZipFile(folder / "zipped_perfect.zip", "w") as archive:
-            archive.write(perfect, f"my work/{assignment}.ipynb")
-        shutil.copy(perfect, folder / "single_file_perfect.ipynb")
+        if assignment == PACKAGED_IN:
+            perfect = folder / "perfect" / f"{assignment}.ipynb"
+            with zipfile.ZipFile(folder / "zipped_perfect.zip", "w") as archive:
+                archive.write(perfect, f"my work/{assignment}.ipynb")
+            shutil.copy(perfect, folder / "single_file_perfect.ipynb")
         folders[assignment] = folder
     return folders
 
