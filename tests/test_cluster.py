@@ -58,7 +58,14 @@ def _expected(assignment: str) -> dict[str, dict[str, str]]:
 
 
 def _sample(assignment: str) -> list[str]:
-    """``perfect``, ``blank`` and the first wrong answer (by name) of ``assignment``."""
+    """``perfect``; in :data:`KILLED_IN` also ``blank`` and the first wrong answer (by name).
+
+    Three students make two batches there, one for the worker that is killed; elsewhere
+    one student shows the assignment graded on the cluster (each fixture's scores are
+    checked on one machine, in test_pipeline).
+    """
+    if assignment != KILLED_IN:
+        return ["perfect"]
     wrong = sorted(name for name in _expected(assignment) if name not in ("perfect", "blank"))
     wrong = [name for name in wrong if "correct" not in name]
     return ["blank", "perfect", wrong[0]]
