@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,15 +96,27 @@ def ensure_venv() -> None:
     # torch first and pinned: an unpinned resolution would pull several GB of CUDA wheels.
     run([*pip, "torch==2.13.0"])
     run([*pip, "-e", f"{ROOT}[dev]"])
-    STAMP.write_text("installed from pyproject.toml\n")
 
 
-def main() -> None:
-    """Installs graphviz, bubblewrap and chromium if needed, then the virtual environment."""
+def ensure_system_packages() -> None:
+    """Installs graphviz, bubblewrap and chromium if needed (apt allows one install at a time)."""
     ensure_graphviz()
     ensure_bubblewrap()
     ensure_chromium()
-    ensure_venv()
+
+
+def main() -> None:
+    """Installs the system packages and the virtual environment, both at once.
+
+    apt and pip do not depend on each other: on a fresh machine each takes minutes.
+    ``.venv/.installed`` is written only when both succeeded (a failure in either,
+    graphviz missing included, stops the setup).
+    """
+    with ThreadPoolExecutor(max_workers=1) as apt:
+        system = apt.submit(ensure_system_packages)
+        ensure_venv()
+        system.result()  # re-raises what stopped it (sys.exit too)
+    STAMP.write_text("installed from pyproject.toml\n")
     print("Setup complete: .venv is ready.", flush=True)
 
 
