@@ -61,8 +61,8 @@ def _highlighted(
 def _highlighting_once(highlight: Highlight2HTML) -> Callable[..., str]:
     """``highlight``, remembering what it made for each distinct cell in this process.
 
-    Every student's feedback shows the same locked cells: highlighting them again for
-    each student was about a third of rendering a page.
+    Every student's feedback shows the same locked cells, highlighted again for each
+    student before (about a third of a page's rendering time under a profiler).
     """
 
     def remembered(source: str, language: str | None = None, metadata: Any = None) -> str:
@@ -83,7 +83,7 @@ class FeedbackExporter(HTMLExporter):
     The page is the document nbconvert makes (see
     :func:`autograder.compat.html_export_without_reparsing`), without its second parse
     of the whole page, with templates compiled once per process and each distinct code
-    cell highlighted once. Rendering feedback was a third of grading a student.
+    cell highlighted once (docs/benchmarks.md).
     """
 
     def _create_environment(self) -> Any:

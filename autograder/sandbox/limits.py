@@ -16,7 +16,11 @@ def cores_each(kernels_at_once: int) -> int:
     given = os.environ.get("OMP_NUM_THREADS", "")
     if given.isdigit() and int(given) > 0:
         return int(given)
-    return max(1, len(os.sched_getaffinity(0)) // max(1, kernels_at_once))
+    # The cores this process may run on (a container's or taskset's); all of them where
+    # the system does not say (macOS).
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity else os.cpu_count() or 1
+    return max(1, cores // max(1, kernels_at_once))
 
 
 @dataclass(frozen=True)
