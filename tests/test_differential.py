@@ -23,6 +23,7 @@ from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import Course, assignment_ids
 from autograder.pipeline.collect import collect
+from autograder.sandbox.limits import cores_each
 
 ASSIGNMENTS = assignment_ids()
 
@@ -78,8 +79,8 @@ def plain(tmp_path_factory) -> dict[str, Course]:
             subprocess.Popen(
                 command,
                 cwd=root,
-                # Five at once: one torch thread each, or their OpenMP threads spin.
-                env={**os.environ, "OMP_NUM_THREADS": "1"},
+                # All at once: each its share of the cores' torch threads, or they spin.
+                env={**os.environ, "OMP_NUM_THREADS": str(cores_each(len(ASSIGNMENTS)))},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import multiprocessing
-import os
 import re
 import struct
 from concurrent.futures import ProcessPoolExecutor
@@ -19,6 +18,7 @@ from nbgrader import utils
 from autograder.cli import main
 from autograder.course import Course, assignment_ids
 from autograder.learner.validate import CheckReport, check_notebook
+from autograder.sandbox.limits import cores_each
 
 ASSIGNMENTS = assignment_ids()
 MIN_EXERCISES = 4
@@ -103,7 +103,7 @@ def reports(built_course: Course) -> dict[tuple[str, str], CheckReport]:
         pytest.MonkeyPatch.context() as patch,
         ProcessPoolExecutor(max_workers=2, mp_context=context) as pool,
     ):
-        patch.setenv("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // 2)))
+        patch.setenv("OMP_NUM_THREADS", str(cores_each(2)))
         futures = {key: pool.submit(check_notebook, path) for key, path in paths.items()}
         return {key: future.result() for key, future in futures.items()}
 
