@@ -28,9 +28,11 @@ __all__ = [
     "DispatchMode",
     "OpOverload",
     "TorchDispatchMode",
+    "gpu_standin_device",
     "op_arguments",
     "op_name",
     "pop_torch_modes",
+    "register_gpu_standin_kernel",
     "torch_mode_stacks",
     "tree_leaves",
 ]
@@ -102,3 +104,47 @@ def pop_torch_modes() -> list[str]:
     while _get_current_dispatch_mode_stack():
         popped.append(type(_pop_mode()).__name__)
     return popped
+
+
+# The GPU stand-in (autograd_pitfalls/standin.py) is torch's spare backend, PrivateUse1,
+# renamed and given the device guard and hooks that torch expects of a backend written in
+# C++. torch offers this for backends written in Python (test_privateuseone_python_backend
+# in PyTorch), through private functions.
+GPU_STANDIN_NAME = "gpu"
+_standin_kernels: list[Any] = []
+
+
+def gpu_standin_device() -> torch.device:
+    """Sets up the stand-in backend once per process; returns its device, ``gpu:0``.
+
+    Raises:
+        RuntimeError: If something else renamed PrivateUse1 already.
+    """
+    from torch.utils import backend_registration as registration
+
+    name = torch._C._get_privateuse1_backend_name()
+    if name != GPU_STANDIN_NAME:
+        if name != "privateuseone":
+            raise RuntimeError(f"torch's PrivateUse1 backend is taken (named {name!r}).")
+        torch.utils.rename_privateuse1_backend(GPU_STANDIN_NAME)
+        # Not registration.generate_methods_for_privateuse1_backend(): it would add
+        # Tensor.gpu() and friends, which the course does not want learners to meet.
+        torch._register_device_module(GPU_STANDIN_NAME, registration._DummyBackendModule())
+        torch._C._acc.register_python_privateuseone_hook(registration._DummyPrivateUse1Hook())
+        torch._C._acc.register_python_privateuseone_device_guard(
+            registration._DummyDeviceGuard()
+        )
+    return torch.device(GPU_STANDIN_NAME, 0)
+
+
+def register_gpu_standin_kernel(kernel: Any) -> None:
+    """Makes ``kernel(op, *args, **kwargs)`` run every op that reaches the stand-in's backend.
+
+    Only ops without a stand-in tensor get there (factories given its device); the others
+    go to the tensor subclass's ``__torch_dispatch__`` first.
+    """
+    if _standin_kernels:
+        return
+    library = torch.library.Library("_", "IMPL")
+    library.fallback(kernel, dispatch_key="PrivateUse1")
+    _standin_kernels.append(library)
