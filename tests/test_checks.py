@@ -18,8 +18,8 @@ from autograd_pitfalls import (
     expect_error,
     expect_warning,
     explain,
-    on_meta,
-    to_meta,
+    on_gpu,
+    to_gpu,
 )
 from autograd_pitfalls.checks import show_warnings_on_stdout
 from autograd_pitfalls.pitfalls import named_in
@@ -204,20 +204,22 @@ def _returns_cpu_copy(values: torch.Tensor) -> torch.Tensor:
     return values.cpu().clone()
 
 
-def test_to_meta_keeps_parameters_leaves_and_structure():
+def test_to_gpu_keeps_parameters_leaves_values_and_structure():
     leaf = torch.ones(2, requires_grad=True)
-    moved = to_meta({"p": nn.Parameter(torch.ones(3)), "xs": [leaf, leaf * 2], "k": 4})
-    assert isinstance(moved["p"], nn.Parameter) and moved["p"].device.type == "meta"
+    moved = to_gpu({"p": nn.Parameter(torch.ones(3)), "xs": [leaf, leaf * 2], "k": 4})
+    assert isinstance(moved["p"], nn.Parameter) and moved["p"].device.type == "gpu"
+    assert moved["p"].tolist() == [1.0, 1.0, 1.0]
     assert moved["xs"][0].is_leaf and moved["xs"][0].requires_grad
     assert not moved["xs"][1].requires_grad  # a non-leaf arrives detached
     assert moved["k"] == 4
-    module = to_meta(nn.Linear(2, 3))
-    assert module.weight.device.type == "meta" and isinstance(module.weight, nn.Parameter)
+    module = to_gpu(nn.Linear(2, 3))
+    assert module.weight.device.type == "gpu" and isinstance(module.weight, nn.Parameter)
 
 
-def test_on_meta_returns_what_a_device_following_function_returns():
-    result = on_meta(_wrap_clone, torch.ones(3))
-    assert isinstance(result, nn.Parameter) and result.device.type == "meta"
+def test_on_gpu_returns_what_a_device_following_function_returns():
+    result = on_gpu(_wrap_clone, torch.ones(3))
+    assert isinstance(result, nn.Parameter) and result.device.type == "gpu"
+    assert result.tolist() == [1.0, 1.0, 1.0]
 
 
 @pytest.mark.parametrize(
@@ -225,25 +227,25 @@ def test_on_meta_returns_what_a_device_following_function_returns():
     [_buffer_on_cpu, _through_python_numbers, _returns_cpu_copy],
     ids=lambda f: f.__name__,
 )
-def test_on_meta_catches_tensors_built_on_the_cpu(function):
+def test_on_gpu_catches_tensors_built_on_the_cpu(function):
     with pytest.raises(AssertionError) as caught:
-        on_meta(function, torch.ones(3))
+        on_gpu(function, torch.ones(3))
     message = str(caught.value)
     assert function.__name__ in message
     assert PITFALLS["wrong-device"].title in message
 
 
-def test_on_meta_names_the_returned_tensor_on_the_wrong_device():
+def test_on_gpu_names_the_returned_tensor_on_the_wrong_device():
     def pair(values):
         return values * 2, torch.zeros(1)
 
     with pytest.raises(AssertionError, match=r"result\[1\] is on cpu"):
-        on_meta(pair, torch.ones(3), name="pair(values)")
+        on_gpu(pair, torch.ones(3), name="pair(values)")
 
 
 def _adds_cpu_in_place(values: torch.Tensor) -> torch.Tensor:
     result = values.clone()
-    result += torch.ones(values.shape)  # meta accepts it; a GPU refuses it
+    result += torch.ones(values.shape)  # a GPU refuses it (meta accepted it)
     return result
 
 
@@ -260,18 +262,49 @@ def _debugged(values: torch.Tensor) -> torch.Tensor:
     return leaf.grad
 
 
-def test_on_meta_catches_an_in_place_op_with_a_cpu_operand():
-    with pytest.raises(AssertionError, match=r"gave add_ a CPU tensor"):
-        on_meta(_adds_cpu_in_place, torch.ones(3))
+def test_on_gpu_catches_an_in_place_op_with_a_cpu_operand():
+    with pytest.raises(AssertionError, match=r"same device, but found .* gpu:0 and cpu"):
+        on_gpu(_adds_cpu_in_place, torch.ones(3))
 
 
-def test_on_meta_allows_what_a_gpu_allows():
-    assert on_meta(_adds_cpu_scalar_and_copies_from_cpu, torch.ones(3)).device.type == "meta"
+def test_on_gpu_allows_what_a_gpu_allows():
+    result = on_gpu(_adds_cpu_scalar_and_copies_from_cpu, torch.ones(3))
+    assert result.device.type == "gpu" and result.tolist() == [2.0, 4.0, 0.0]
 
 
-def test_on_meta_runs_an_answer_left_in_anomaly_mode():
+def _reads_values(values: torch.Tensor) -> torch.Tensor:
+    # .item(), unique and a boolean mask: correct on a GPU, impossible on meta.
+    largest = values.max().item()
+    kept = values[values > 0]
+    return torch.unique(kept) * largest
+
+
+def test_on_gpu_runs_answers_that_read_values():
+    result = on_gpu(_reads_values, torch.tensor([3.0, -1.0, 3.0, 2.0]))
+    assert result.device.type == "gpu" and result.tolist() == [6.0, 9.0]
+
+
+def _writes_cpu_values_by_index(values: torch.Tensor) -> torch.Tensor:
+    result = values.clone()
+    result[torch.tensor([0, 2])] = torch.zeros(2)  # CPU values: a GPU refuses them
+    return result
+
+
+def _writes_a_cpu_scalar_by_index(values: torch.Tensor) -> torch.Tensor:
+    result = values.clone()
+    result[torch.tensor([0, 2])] = torch.tensor(0.0)  # a 0-dim value: a GPU moves it
+    return result
+
+
+def test_on_gpu_refuses_cpu_values_written_by_index_but_takes_a_0_dim_one():
+    with pytest.raises(AssertionError, match="same device"):
+        on_gpu(_writes_cpu_values_by_index, torch.ones(3))
+    assert on_gpu(_writes_a_cpu_scalar_by_index, torch.ones(3)).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_on_gpu_runs_an_answer_left_in_anomaly_mode():
     before = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # anomaly mode warns that it is on
-        assert on_meta(_debugged, torch.ones(2)).device.type == "meta"
+        assert on_gpu(_debugged, torch.ones(2)).tolist() == [2.0, 2.0]
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == before

@@ -82,6 +82,29 @@ def test_tree_leaves_flattens_nested_arguments():
     assert torch_compat.tree_leaves(((tensor, [2, {"k": 3}]), {"out": 4})) == [tensor, 2, 3, 4]
 
 
+def test_the_gpu_standin_backend_is_set_up_and_runs_factories_and_backward():
+    device = torch_compat.gpu_standin_device()
+    assert device == torch.device("gpu", 0) == torch_compat.gpu_standin_device()
+    # A factory given the device reaches the kernel registered for the backend.
+    from autograd_pitfalls.standin import StandInTensor
+
+    weight = torch.ones(3, device=device, requires_grad=True)
+    assert type(weight) is StandInTensor and weight.is_leaf
+    # Autograd asks the backend's device guard for streams: it must be there.
+    (weight * 2).sum().backward()
+    assert weight.grad.device == device and weight.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_in_backward_is_true_only_while_a_backward_pass_runs():
+    seen = []
+    weight = torch.ones(2, requires_grad=True)
+    doubled = weight * 2
+    doubled.register_hook(lambda grad: seen.append(torch_compat.in_backward()))
+    assert not torch_compat.in_backward()
+    doubled.sum().backward()
+    assert seen == [True] and not torch_compat.in_backward()
+
+
 def test_backward_nodes_expose_their_saved_tensors_raw_and_checked():
     a, b = torch.ones(2, requires_grad=True), torch.full((2,), 3.0, requires_grad=True)
     product = a * b

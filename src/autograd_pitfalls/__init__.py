@@ -6,21 +6,23 @@ from autograd_pitfalls.checks import (
     assert_version,
     compare,
     devices,
-    on_meta,
-    to_meta,
 )
 from autograd_pitfalls.diagnose import Finding, Report, diagnose
 from autograd_pitfalls.expect import expect_error, expect_warning
 from autograd_pitfalls.graph import draw, to_dot
 from autograd_pitfalls.observations import TensorSeen
+from autograd_pitfalls.passes import CountForwardProducts
 from autograd_pitfalls.passline import install as _install_pass_line
 from autograd_pitfalls.pitfalls import PITFALLS, explain
 from autograd_pitfalls.probe import probe_and_judge
+from autograd_pitfalls.standin import GPU, gpu_standin, on_gpu, to_gpu, to_host
 from autograd_pitfalls.track import InplaceLog, InplaceWrite, track_inplace
 from autograd_pitfalls.watch import CountedWrite, WatchWrites
 
 __all__ = [
+    "GPU",
     "PITFALLS",
+    "CountForwardProducts",
     "CountedWrite",
     "Finding",
     "InplaceLog",
@@ -38,10 +40,12 @@ __all__ = [
     "expect_error",
     "expect_warning",
     "explain",
-    "on_meta",
+    "gpu_standin",
+    "on_gpu",
     "probe_and_judge",
     "to_dot",
-    "to_meta",
+    "to_gpu",
+    "to_host",
     "track_inplace",
 ]
 

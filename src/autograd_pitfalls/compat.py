@@ -1,13 +1,13 @@
 """Every private API of torch this package relies on, in one place.
 
 The helpers need things torch does not promise to keep: a dispatch mode sees each aten
-op with its schema (``track_inplace`` finds in-place writes, ``on_meta`` finds a CPU
-tensor mixed with a meta one), and the graph walk reads what each backward node saved
-through its ``_raw_saved_<name>`` / ``_saved_<name>`` accessors. They are reached here
-only, and ``tests/test_compat.py`` checks each one on the installed torch, so that an
-upgrade that moves or renames one fails there, loudly, rather than somewhere in a
-notebook. (``Tensor._version``, the version counter, is what notebook 02 teaches: it is
-used as the course uses it.)
+op with its schema (``track_inplace`` finds in-place writes), the graph walk reads what
+each backward node saved through its ``_raw_saved_<name>`` / ``_saved_<name>``
+accessors, and the GPU stand-in is a backend set up through private functions. They are
+reached here only, and ``tests/test_compat.py`` checks each one on the installed torch,
+so that an upgrade that moves or renames one fails there, loudly, rather than somewhere
+in a notebook. (``Tensor._version``, the version counter, is what notebook 02 teaches:
+it is used as the course uses it.)
 The grader's guard (``autograder/kernel/guard.py``) reads and pops the active torch modes
 through the functions at the end.
 """
@@ -29,6 +29,7 @@ __all__ = [
     "OpOverload",
     "TorchDispatchMode",
     "gpu_standin_device",
+    "in_backward",
     "op_arguments",
     "op_name",
     "pop_torch_modes",
@@ -75,6 +76,11 @@ class DispatchMode(TorchDispatchMode):
 def op_name(func: OpOverload) -> str:
     """Returns an aten op's name without namespace and overload, for example ``add_``."""
     return func._opname
+
+
+def in_backward() -> bool:
+    """Whether this thread is running a backward pass (``backward()``, ``autograd.grad``)."""
+    return torch._C._current_graph_task_id() != -1
 
 
 def op_arguments(func: OpOverload) -> list[Any]:
@@ -131,9 +137,7 @@ def gpu_standin_device() -> torch.device:
         # Tensor.gpu() and friends, which the course does not want learners to meet.
         torch._register_device_module(GPU_STANDIN_NAME, registration._DummyBackendModule())
         torch._C._acc.register_python_privateuseone_hook(registration._DummyPrivateUse1Hook())
-        torch._C._acc.register_python_privateuseone_device_guard(
-            registration._DummyDeviceGuard()
-        )
+        torch._C._acc.register_python_privateuseone_device_guard(registration._DummyDeviceGuard())
     return torch.device(GPU_STANDIN_NAME, 0)
 
 

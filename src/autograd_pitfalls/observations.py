@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from autograd_pitfalls.standin import StandInTensor
+
 __all__ = [
     "MAX_CHARS",
     "ObjectSeen",
@@ -170,6 +172,13 @@ def _number_out(value: float | bool) -> float | bool | str:
     return value
 
 
+def _class_name(tensor: torch.Tensor) -> str:
+    # A tensor on the GPU stand-in is what a plain tensor or a Parameter is on CUDA.
+    if type(tensor) is StandInTensor:
+        return "Parameter" if getattr(tensor, "_is_param", False) is True else "Tensor"
+    return type(tensor).__name__
+
+
 def _encode_tensor(tensor: torch.Tensor) -> dict[str, Any]:
     """Encodes a tensor's metadata and values; never calls methods a subclass overrides."""
     with torch._C.DisableTorchFunction():
@@ -187,7 +196,7 @@ def _encode_tensor(tensor: torch.Tensor) -> dict[str, Any]:
             except RuntimeError:  # a layout or subclass without data: values stay unknown
                 values = None
         return {
-            "cls": type(tensor).__name__,
+            "cls": _class_name(tensor),
             "dtype": str(plain.dtype),
             "device": str(plain.device),
             "shape": list(plain.shape),

@@ -39,7 +39,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from autograd_pitfalls import compat
 from autograd_pitfalls.pitfalls import explain
 
-__all__ = ["GPU", "StandInTensor", "on_gpu", "to_gpu", "to_host"]
+__all__ = ["GPU", "StandInTensor", "gpu_standin", "on_gpu", "to_gpu", "to_host"]
 
 GPU = compat.gpu_standin_device()
 CPU = torch.device("cpu")
@@ -227,6 +227,17 @@ class _CudaMeansStandIn(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def gpu_standin() -> TorchFunctionMode:
+    """Returns a context in which code written for CUDA runs on the stand-in.
+
+    Inside it, ``"cuda"`` as a device, ``.cuda()`` and ``is_cuda`` mean the stand-in, and
+    ``torch.tensor(data, device=GPU)`` works (torch cannot build a tensor from Python data
+    on a device written in Python: it is built on the CPU and moved). :func:`on_gpu` runs
+    its function in it; a test that hands ``GPU`` to an answer as a device uses it too.
+    """
+    return _CudaMeansStandIn()
+
+
 def to_gpu(value: Any) -> Any:
     """Returns a copy of ``value`` with every tensor on the stand-in ``gpu`` device.
 
@@ -279,9 +290,7 @@ def _tensors_in(value: Any, path: str) -> list[tuple[str, torch.Tensor]]:
     return []
 
 
-def on_gpu(
-    function: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any
-) -> Any:
+def on_gpu(function: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Any:
     """Calls ``function`` with its tensor arguments on the GPU stand-in; checks the result.
 
     On the CPU, ``torch.zeros(n)`` and ``torch.zeros(n, device=x.device)`` give the same
@@ -304,7 +313,7 @@ def on_gpu(
     label = name or f"{getattr(function, '__name__', 'the function')}(...)"
     moved_args, moved_kwargs = to_gpu(args), to_gpu(kwargs)
     try:
-        with _CudaMeansStandIn():
+        with gpu_standin():
             result = function(*moved_args, **moved_kwargs)
     except (RuntimeError, TypeError) as error:
         text = str(error).strip()
