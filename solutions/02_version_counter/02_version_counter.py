@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    CountForwardProducts,
     TensorSeen,
     WatchWrites,
     assert_grad_close,
@@ -29,7 +30,7 @@ from autograd_pitfalls import (
     expect_error,
     expect_warning,
     explain,
-    on_meta,
+    on_gpu,
     probe_and_judge,
     track_inplace,
 )
@@ -739,12 +740,12 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # `x` may require grad too: `loss.backward()` then fills `x.grad` as well, and it must be right too.
 # Return the loss and the centred `h` as tensors on `x`'s device and in its dtype.
 #
-# The tests also run your function through `on_meta` (below): its tensor arguments are moved to the `meta` device (a shape, a dtype and autograd, but no values).
+# The tests also run your function through `on_gpu` (below): its tensor arguments are moved to the course's stand-in for a GPU, a device named `gpu` whose tensors keep their values on the CPU and refuse to be mixed with CPU tensors where CUDA refuses.
 # It catches a device bug: a tensor built on the CPU whatever the input's device.
 # Here the column means are summed into `torch.zeros(k)`, made without `device=`.
 # On a CPU the values are right.
 # On a GPU, `mean += row / n` adds a CUDA row into that CPU tensor, and the GPU refuses (this cell shows it when a GPU is present).
-# On `meta` it fails on any machine:
+# On the stand-in it fails on any machine:
 
 
 # %%
@@ -763,13 +764,13 @@ for device in devices():
     if device.type == "cuda":
         with expect_error(RuntimeError, match="same device"):
             centred_rebuilt(h.to(device))
-with expect_error(AssertionError, match="failed when its inputs were on another device"):
-    on_meta(centred_rebuilt, h)
-print("on meta:", on_meta(lambda h: h - h.mean(dim=0), h))  # device-following: fine
+with expect_error(AssertionError, match="failed when its inputs were on a GPU"):
+    on_gpu(centred_rebuilt, h)
+print("on the GPU stand-in:", on_gpu(lambda h: h - h.mean(dim=0), h))  # device-following: fine
 
 # %% [markdown]
-# Anomaly mode (section 9) checks every gradient for NaN by reading its values, which meta tensors do not have.
-# `on_meta` turns that check off while it runs, so a `detect_anomaly()` left in your answer costs nothing:
+# Anomaly mode (section 9) checks every gradient for NaN by reading its values.
+# The stand-in's tensors have values, so a `detect_anomaly()` left in your answer runs there as on a GPU, and costs nothing:
 
 
 # %%
@@ -782,7 +783,7 @@ def debugged_mean_square(h: torch.Tensor) -> torch.Tensor:
 
 
 with expect_warning(UserWarning, match="Anomaly Detection has been enabled"):
-    print("on meta:", on_meta(debugged_mean_square, torch.ones(2)))
+    print("on the GPU stand-in:", on_gpu(debugged_mean_square, torch.ones(2)))
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
@@ -818,8 +819,8 @@ for device in devices():
         f"the centred activations should be [[-1, -1], [1, 1]], got {centred.tolist()}"
     )
     assert_is_leaf(w, name="w")
-# Device-following: on meta tensors, both results must stay on meta.
-loss, centred = on_meta(loss_and_centred, torch.ones(3, 2), torch.ones(2, 4, requires_grad=True))
+# Device-following: on the GPU stand-in, both results must stay on it.
+loss, centred = on_gpu(loss_and_centred, torch.ones(3, 2), torch.ones(2, 4, requires_grad=True))
 assert isinstance(loss, torch.Tensor), "return the loss as a tensor"
 assert centred.shape == (3, 4), (
     f"the centred h should have shape (3, 4), got {tuple(centred.shape)}"
@@ -831,7 +832,7 @@ def hidden_cases(rng):
     """The visible examples, then random x (nonzero column means) and w, float32 and float64."""
     cases = [
         {"x": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "w": torch.eye(2), "visible": True},
-        {"x": torch.ones(3, 2), "w": torch.ones(2, 4), "visible": True},  # the one on meta
+        {"x": torch.ones(3, 2), "w": torch.ones(2, 4), "visible": True},  # the one on_gpu runs
         {"x": torch.ones(2, 3), "w": torch.ones(3, 2), "visible": False},
     ]
     shapes = [(3, 5, 2), (1, 4, 3), (6, 2, 4), (4, 3, 2)]
@@ -851,7 +852,7 @@ def run_loss_and_centred(x, w):
 
 
 def observe(case):
-    """On every device and on meta: x as given, then x a leaf that requires grad too."""
+    """On every device and on a GPU stand-in: x as given, then x a leaf that requires grad too."""
     seen = {}
     for device in devices():
         for label, x_requires_grad in (("", False), (" x_leaf", True)):
@@ -861,15 +862,15 @@ def observe(case):
             seen[device.type + label] = {"loss": loss, "centred": centred, **after}
     for label, x_requires_grad in (("", False), (" x_leaf", True)):
         try:
-            loss, centred, after = on_meta(
+            loss, centred, after = on_gpu(
                 run_loss_and_centred,
                 case["x"].clone().requires_grad_(x_requires_grad),
                 case["w"].clone().requires_grad_(True),
                 name="loss_and_centred(...)",
             )
-            seen["meta" + label] = {"failure": None, "loss": loss, "centred": centred, **after}
+            seen["gpu" + label] = {"failure": None, "loss": loss, "centred": centred, **after}
         except AssertionError as error:
-            seen["meta" + label] = {"failure": str(error)}
+            seen["gpu" + label] = {"failure": str(error)}
     return seen
 
 
@@ -916,7 +917,7 @@ def _leaf(seen, name):
 
 
 def judge(seen, case):
-    """Loss, w.grad and x.grad against the hand derivation; the centred h; w unchanged; meta."""
+    """Loss, w.grad and x.grad against the hand derivation; the centred h; w unchanged; on a GPU stand-in."""
     x, w = case["x"], case["w"]
     h = x @ w
     grad_h = 2 * h / h.numel()  # d mean(h²) / dh
@@ -925,10 +926,10 @@ def judge(seen, case):
     assert "cpu" in seen, "the tests saw no CPU run"
     for label, run in seen.items():
         device = label.split()[0]
-        if device == "meta":
+        if device == "gpu":
             assert run["failure"] is None, run["failure"]
-            _tensor_on(run["loss"], "loss", "meta", x.dtype)
-            _tensor_on(run["centred"], "centred h", "meta", x.dtype)
+            _tensor_on(run["loss"], "loss", "gpu", x.dtype)
+            _tensor_on(run["centred"], "centred h", "gpu", x.dtype)
             assert run["centred"].shape == tuple(centred.shape), (
                 f"the centred h should have shape {tuple(centred.shape)}, "
                 f"got {run['centred'].shape}"
@@ -1088,7 +1089,7 @@ assert watch.last_write_seen()
 # Write `init_scaled_identity_(weight, scale)`: overwrite the existing 2-D parameter `weight` with `scale` times the identity (ones on the main diagonal, as `torch.eye(rows, cols)` gives), and return it.
 # For a (2, 3) weight and `scale = 0.5` the result is `[[0.5, 0, 0], [0, 0.5, 0]]`.
 # It must stay the same object (an optimiser holds a reference to it), in the same memory, a leaf that requires grad, and autograd must see the write that leaves the final values: the tests watch your function with `WatchWrites`, so a `.data` or numpy write fails, even after a write autograd saw.
-# Your function must follow `weight`'s device: the tests also run it on a `meta` parameter.
+# Your function must follow `weight`'s device: the tests also run it on a parameter on the GPU stand-in.
 
 
 # %% nbgrader={"grade_id": "q3-answer", "solution": true}
@@ -1138,7 +1139,7 @@ for device in devices():
     watched_init(weight, 0.5)
     expected = torch.tensor([[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]], device=device)
     assert torch.equal(weight.detach(), expected), f"weight should be {expected.tolist()}"
-weight_on_meta = on_meta(
+weight_on_gpu = on_gpu(
     watched_init, nn.Parameter(torch.full((2, 3), 7.0)), 0.5, name="init_scaled_identity_"
 )
 
@@ -1178,7 +1179,7 @@ def watch_init(weight, scale, seen):
 
 
 def observe(case):
-    """On every device: the init, then loss = sum((x @ weight.T) ** 2) / 2 backward; on meta."""
+    """On every device: the init, then loss = sum((x @ weight.T) ** 2) / 2 backward; on a GPU stand-in."""
     seen = {}
     for device in devices():
         weight = nn.Parameter(case["start"].to(device, copy=True))
@@ -1191,21 +1192,21 @@ def observe(case):
         except RuntimeError as error:
             run["backward_error"] = str(error).strip().splitlines()[0][:160]
         run["grad"] = weight.grad
-    on_meta_run = seen["meta"] = {}
+    on_gpu_run = seen["gpu"] = {}
 
-    def watch_init_on_meta(weight, scale):
-        return watch_init(weight, scale, on_meta_run)
+    def watch_init_on_gpu(weight, scale):
+        return watch_init(weight, scale, on_gpu_run)
 
     try:
-        on_meta(
-            watch_init_on_meta,
+        on_gpu(
+            watch_init_on_gpu,
             nn.Parameter(case["start"].clone()),
             case["scale"],
             name="init_scaled_identity_",
         )
-        on_meta_run["failure"] = None
+        on_gpu_run["failure"] = None
     except AssertionError as error:
-        on_meta_run["failure"] = str(error)
+        on_gpu_run["failure"] = str(error)
     return seen
 
 
@@ -1250,14 +1251,14 @@ def _watched(run):
 
 
 def judge(seen, case):
-    """The watched init on every device and on meta; the values; a backward pass afterwards."""
+    """The watched init on every device and on a GPU stand-in; the values; a backward pass afterwards."""
     rows, cols = case["start"].shape
     scale, x = case["scale"], case["x"]
     eye = torch.eye(rows, cols, dtype=x.dtype)
     y = x @ (scale * eye).T
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             if "weight" in run:  # the answer returned: watched_init's checks come first
                 _watched(run)
             assert run["failure"] is None, run["failure"]
@@ -1404,10 +1405,10 @@ assert torch.allclose(first, by_hand) and torch.equal(a.grad, 2 * a.detach())
 # Write `two_gradients(layer, x)`: run the forward pass `h = layer(x)` once, and return the gradients with respect to the parameter `layer.weight` of `h.sum()` and of `(h ** 2).sum()`, as two separate tensors.
 # `layer` is any module with a parameter `weight`.
 # The example is `TanhLayer` below, `h = tanh(x @ weight)`; the tests also use other layers (an `nn.Linear`, for one), so let autograd compute the gradients.
-# The tests count how many times `layer` runs its forward pass: once, as the title says.
+# The tests count the forward passes your function computes, on `layer` or on anything else holding its weight (a copy of `layer` counts too): one, as the title says.
 # By hand, for `TanhLayer`, with `s = 1 - h²`: the first gradient is `xᵀ · s`, the second `xᵀ · (2h · s)`.
 # For `x = [[1, 2]]` and `weight = [[0.5], [0]]`: `h = tanh(0.5) ≈ 0.4621`, the first gradient is `≈ [[0.7864], [1.5729]]` and the second `≈ [[0.7269], [1.4537]]`.
-# Leave `layer.weight` unchanged, and follow its device: the tests also run your function on `meta` tensors.
+# Leave `layer.weight` unchanged, and follow its device: the tests also run your function on the GPU stand-in.
 # Watch out for the two traps of section 10: the freed graph, and gradients that add up.
 
 
@@ -1449,37 +1450,32 @@ def two_gradients(layer: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torc
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
-"""Checks two_gradients: one forward pass (counted), the gradients, on every device and on meta."""
+"""Checks two_gradients: one forward pass (counted), the gradients, on every device and on a GPU stand-in."""
 
 
-def counted(layer_class: type[nn.Module]) -> type[nn.Module]:
-    """A subclass of layer_class that counts the runs of its forward pass in forward_calls."""
-
-    class Counted(layer_class):
-        def forward(self, *args, **kwargs):
-            self.forward_calls = getattr(self, "forward_calls", 0) + 1
-            return super().forward(*args, **kwargs)
-
-    return Counted
+def counted_two_gradients(layer: nn.Module, x: torch.Tensor):
+    """Calls two_gradients; returns its result and the forward passes it computed."""
+    with CountForwardProducts(layer.weight) as passes:
+        result = two_gradients(layer, x)
+    return result, passes.count
 
 
-def check_one_forward(layer: nn.Module) -> None:
-    calls = getattr(layer, "forward_calls", 0)
-    assert calls == 1, f"layer ran its forward pass {calls} times; run h = layer(x) once"
+def check_one_forward(calls: int) -> None:
+    assert calls == 1, f"{calls} forward passes were computed; run h = layer(x) once"
 
 
 for device in devices():
     x = torch.tensor([[1.0, 2.0]], device=device)
-    layer = counted(TanhLayer)(torch.tensor([[0.5], [0.0]], device=device))
-    first, second = two_gradients(layer, x)
-    check_one_forward(layer)
+    layer = TanhLayer(torch.tensor([[0.5], [0.0]], device=device))
+    (first, second), calls = counted_two_gradients(layer, x)
+    check_one_forward(calls)
     s = 1 - torch.tanh(torch.tensor(0.5)) ** 2
     h = torch.tanh(torch.tensor(0.5))
     assert_grad_close(first, torch.tensor([[1.0], [2.0]], device=device) * s, name="first")
     assert_grad_close(
         second, torch.tensor([[1.0], [2.0]], device=device) * 2 * h * s, name="second"
     )
-gradients_on_meta = on_meta(two_gradients, TanhLayer(torch.ones(2, 1)), torch.ones(1, 2))
+gradients_on_gpu = on_gpu(two_gradients, TanhLayer(torch.ones(2, 1)), torch.ones(1, 2))
 
 
 ### BEGIN HIDDEN TESTS
@@ -1509,11 +1505,11 @@ def hidden_cases(rng):
 
 
 def build_layer(case, device):
-    """The case's layer on device, counting its forward passes: a TanhLayer or an nn.Linear."""
+    """The case's layer on device: a TanhLayer or an nn.Linear."""
     if case["layer"] == "tanh":
-        return counted(TanhLayer)(case["weight"].to(device, copy=True))
+        return TanhLayer(case["weight"].to(device, copy=True))
     k, m = case["weight"].shape
-    layer = counted(nn.Linear)(m, k, dtype=case["weight"].dtype, device=device)
+    layer = nn.Linear(m, k, dtype=case["weight"].dtype, device=device)
     with torch.no_grad():  # the case's values, not the global random state
         layer.weight.copy_(case["weight"])
         layer.bias.copy_(case["bias"])
@@ -1521,23 +1517,23 @@ def build_layer(case, device):
 
 
 def observe(case):
-    """On every device: the two gradients, forward passes counted, layer.weight after; on meta."""
+    """On every device: the two gradients, forward passes counted, layer.weight after; on a GPU stand-in."""
     seen = {}
     for device in devices():
         layer = build_layer(case, device)
-        first, second = two_gradients(layer, case["x"].to(device))
+        (first, second), calls = counted_two_gradients(layer, case["x"].to(device))
         seen[device.type] = {
             "first": first,
             "second": second,
             "same_tensor": first is second,
-            "forward_calls": getattr(layer, "forward_calls", 0),
+            "forward_calls": calls,
             "weight": layer.weight,
         }
     try:
-        first, second = on_meta(two_gradients, build_layer(case, "cpu"), case["x"])
-        seen["meta"] = {"failure": None, "first": first, "second": second}
+        first, second = on_gpu(two_gradients, build_layer(case, "cpu"), case["x"])
+        seen["gpu"] = {"failure": None, "first": first, "second": second}
     except AssertionError as error:
-        seen["meta"] = {"failure": str(error)}
+        seen["gpu"] = {"failure": str(error)}
     return seen
 
 
@@ -1579,16 +1575,16 @@ def _gradients(case):
 
 
 def judge(seen, case):
-    """One forward pass; both gradients; their dtype; two tensors; layer.weight unchanged; meta."""
+    """One forward pass; both gradients; their dtype; two tensors; layer.weight unchanged; on a GPU stand-in."""
     first, second = _gradients(case)
     weight = case["weight"]
     atol = 1e-5 if weight.dtype == torch.float32 and not case["visible"] else 1e-6
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
         calls = run["forward_calls"]
-        assert calls == 1, f"layer ran its forward pass {calls} times; run h = layer(x) once"
+        assert calls == 1, f"{calls} forward passes were computed; run h = layer(x) once"
         _grad_close(run["first"], first, "first", device, atol)
         _grad_close(run["second"], second, "second", device, atol)
         assert run["first"].dtype == run["second"].dtype == weight.dtype, (
@@ -1597,12 +1593,12 @@ def judge(seen, case):
         assert not run["same_tensor"], "return two separate tensors"
         assert torch.equal(run["weight"].values, weight), "layer.weight should not change"
         _leaf(run["weight"], "layer.weight")
-    meta = seen["meta"]
-    assert meta["failure"] is None, meta["failure"]
+    gpu = seen["gpu"]
+    assert gpu["failure"] is None, gpu["failure"]
     for name in ("first", "second"):
-        gradient = meta[name]
+        gradient = gpu[name]
         assert isinstance(gradient, TensorSeen) and gradient.shape == tuple(weight.shape), (
-            f"on meta too, {name} should be a gradient of layer.weight's shape"
+            f"on a GPU too, {name} should be a gradient of layer.weight's shape"
         )
         assert gradient.dtype == weight.dtype, "keep layer.weight's dtype"
 

@@ -41,7 +41,7 @@ from autograd_pitfalls import (
     expect_error,
     expect_warning,
     explain,
-    on_meta,
+    on_gpu,
     probe_and_judge,
     track_inplace,
 )
@@ -760,7 +760,7 @@ print(type(legacy).__name__)
 # For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
 # The tests call `loss.backward()` and compare `logits.grad` with that formula.
 # A tempting shortcut is to round `probs` in place to get the predictions: section 3 shows what that does, with and without `.data`.
-# The tests also call your function on tensors of the `meta` device (no values, but shapes and autograd), as a stand-in for a GPU.
+# The tests also call your function on the course's stand-in for a GPU: tensors on a device named `gpu`, with values, that refuse to be mixed with CPU tensors where CUDA refuses.
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
@@ -823,13 +823,13 @@ for device in devices():
     assert torch.equal(predictions, torch.tensor([1.0, 0.0, 1.0], device=device)), (
         f"predictions should be [1, 0, 1], got {predictions.tolist()}"
     )
-meta_loss, meta_predictions = on_meta(
+gpu_loss, gpu_predictions = on_gpu(
     loss_and_predictions,
     torch.zeros(3, requires_grad=True),
     torch.zeros(3),
     name="loss_and_predictions(...)",
 )
-assert meta_loss.requires_grad and not meta_predictions.requires_grad
+assert gpu_loss.requires_grad and not gpu_predictions.requires_grad
 
 
 ### BEGIN HIDDEN TESTS
@@ -855,7 +855,7 @@ def hidden_cases(rng):
 
 
 def observe(case):
-    """Calls loss_and_predictions on every device, then loss.backward(); and once on meta."""
+    """Calls loss_and_predictions on every device, then loss.backward(); and once on a GPU stand-in."""
     dtype = case["dtype"]
     seen = {}
     for device in devices():
@@ -872,15 +872,15 @@ def observe(case):
         }  # fmt: skip
     shape = case["logits"].shape
     try:
-        meta_result = on_meta(
+        gpu_result = on_gpu(
             loss_and_predictions,
             torch.zeros(shape, dtype=dtype, requires_grad=True),
             torch.zeros(shape, dtype=dtype),
             name="loss_and_predictions(...)",
         )
-        seen["meta"] = {"result": list(meta_result), "failure": None}
+        seen["gpu"] = {"result": list(gpu_result), "failure": None}
     except AssertionError as error:
-        seen["meta"] = {"result": None, "failure": str(error)}
+        seen["gpu"] = {"result": None, "failure": str(error)}
     return seen
 
 
@@ -892,13 +892,13 @@ def expected_loss_and_predictions(logits, targets):
 
 
 def judge(seen, case):
-    """Loss, logits.grad by hand, logits untouched, predictions without a graph; meta."""
+    """Loss, logits.grad by hand, logits untouched, predictions without a graph; on a GPU stand-in."""
     dtype = case["dtype"]
     start, targets = case["logits"].to(dtype), case["targets"].to(dtype)
     expected_loss, expected_predictions = expected_loss_and_predictions(start, targets)
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
         loss, predictions, logits, grad = (
             run["loss"],
@@ -951,13 +951,13 @@ def judge(seen, case):
             "predictions should be 1.0 where sigmoid(logits) > 0.5, else 0.0: expected "
             f"{expected_predictions.tolist()}, got {predictions.values.tolist()}"
         )
-    meta = seen["meta"]
-    assert meta["failure"] is None, meta["failure"]
-    meta_loss, meta_predictions = meta["result"]
-    assert meta_loss.requires_grad and not meta_predictions.requires_grad, (
-        "on meta too, loss should carry its graph and predictions none"
+    gpu = seen["gpu"]
+    assert gpu["failure"] is None, gpu["failure"]
+    gpu_loss, gpu_predictions = gpu["result"]
+    assert gpu_loss.requires_grad and not gpu_predictions.requires_grad, (
+        "on a GPU too, loss should carry its graph and predictions none"
     )
-    assert meta_predictions.dtype == dtype, "predictions should have the dtype of logits"
+    assert gpu_predictions.dtype == dtype, "predictions should have the dtype of logits"
 
 
 ### END JUDGE
@@ -996,7 +996,9 @@ with (
 
 # %% [markdown]
 # Write `evaluate(model, batches)` in today's PyTorch: the same computation, with every legacy idiom replaced.
-# It puts `model` in evaluation mode, as the original does (the tests' model has dropout), runs it once per batch with autograd **off** (the tests check that no graph is recorded while `model` runs), and returns the mean over batches of `mean((model(x) - y) ** 2)` as a Python `float`.
+# It puts `model` in evaluation mode, as the original does (the tests' models have dropout, some batch normalisation too), runs it once per batch with autograd **off** (the tests check that no graph is recorded while `model` runs), and returns the mean over batches of `mean((model(x) - y) ** 2)` as a Python `float`.
+# Batches may differ in size, and models and batches may be float32 or float64.
+# The model is the caller's: leave its layers, their settings (a dropout's `p`) and its parameters as you found them; it may stay in evaluation mode, as after the original, or go back to the mode it was in.
 # For `nn.Linear(1, 1)` with weight 2 and bias 0, and the one batch `x = [[1], [2]]`, `y = [[1], [1]]`: the outputs are `[2, 4]` and the result is `(1 + 9) / 2 = 5.0`.
 # Section 5 says which switch turns autograd off, and which one does not.
 
@@ -1028,11 +1030,14 @@ def evaluate(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]])
 
 
 class WatchedModel(nn.Module):
-    """Linear, dropout, linear; records whether autograd was on at each call."""
+    """Linear, (batch norm,) dropout, linear; records whether autograd was on at each call."""
 
-    def __init__(self, n_in: int, hidden: int) -> None:
+    def __init__(self, n_in: int, hidden: int, norm: bool = False) -> None:
         super().__init__()
-        self.layers = nn.Sequential(nn.Linear(n_in, hidden), nn.Dropout(0.5), nn.Linear(hidden, 1))
+        middle = [nn.BatchNorm1d(hidden)] if norm else []
+        self.layers = nn.Sequential(
+            nn.Linear(n_in, hidden), *middle, nn.Dropout(0.5), nn.Linear(hidden, 1)
+        )
         self.grad_enabled_at_call: list[bool] = []
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -1074,59 +1079,81 @@ for device in devices():
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The visible line (weight 2, no dropout), then random models with dropout and batches."""
+    """The visible line (weight 2, no dropout), then random models with dropout (and batch
+    norm), batches of several sizes, float32 and float64."""
     line_batch = (torch.tensor([[1.0], [2.0]]), torch.tensor([[1.0], [1.0]]))
     cases = [
         {
-            "n_in": 1, "hidden": None, "tolerance": 1e-6, "batches": [line_batch],
+            "n_in": 1, "hidden": None, "norm": False, "dtype": torch.float32, "tolerance": 1e-6,
+            "batches": [line_batch],
             "state": {"weight": torch.tensor([[2.0]]), "bias": torch.tensor([0.0])},
         }
     ]  # fmt: skip
-    for n_batches, n_in, hidden, rows in [
-        (3, 3, 8, 4),
-        (4, 3, 16, 6),
-        (2, 6, 16, 6),
-        (5, 1, 16, 6),
+    for n_in, hidden, rows, norm, dtype in [
+        (3, 8, (4, 4, 4), False, torch.float32),
+        (3, 16, (6, 2, 5, 3), True, torch.float32),
+        (6, 16, (6, 9), False, torch.float64),
+        (1, 16, (2, 6, 3, 7, 4), True, torch.float64),
     ]:
+        last = 3 if norm else 2  # the index of the output layer in model.layers
         state = {
             "layers.0.weight": torch.randn(hidden, n_in, generator=rng) / n_in**0.5,
             "layers.0.bias": torch.randn(hidden, generator=rng) * 0.1,
-            "layers.2.weight": torch.randn(1, hidden, generator=rng) / hidden**0.5,
-            "layers.2.bias": torch.randn(1, generator=rng) * 0.1,
+            f"layers.{last}.weight": torch.randn(1, hidden, generator=rng) / hidden**0.5,
+            f"layers.{last}.bias": torch.randn(1, generator=rng) * 0.1,
         }
+        if norm:  # running statistics as after some training
+            state.update({
+                "layers.1.weight": 1 + 0.2 * torch.randn(hidden, generator=rng),
+                "layers.1.bias": 0.1 * torch.randn(hidden, generator=rng),
+                "layers.1.running_mean": 0.5 * torch.randn(hidden, generator=rng),
+                "layers.1.running_var": 0.5 + torch.rand(hidden, generator=rng),
+                "layers.1.num_batches_tracked": torch.tensor(100),
+            })  # fmt: skip
         batches = [
-            (torch.randn(rows, n_in, generator=rng), torch.randn(rows, 1, generator=rng))
-            for _ in range(n_batches)
+            (torch.randn(n, n_in, generator=rng), torch.randn(n, 1, generator=rng)) for n in rows
         ]
         cases.append(
-            {"n_in": n_in, "hidden": hidden, "tolerance": 1e-5, "batches": batches, "state": state}
-        )
+            {"n_in": n_in, "hidden": hidden, "norm": norm, "dtype": dtype, "tolerance": 1e-5,
+             "batches": batches, "state": state}
+        )  # fmt: skip
     return cases
 
 
 def build_model(case):
-    """The case's model, on the CPU: nn.Linear for the line, else a WatchedModel."""
+    """The case's model and batches, on the CPU, in its dtype: nn.Linear or a WatchedModel."""
     if case["hidden"] is None:
         model = nn.Linear(case["n_in"], 1)
     else:
-        model = WatchedModel(case["n_in"], case["hidden"])
+        model = WatchedModel(case["n_in"], case["hidden"], norm=case["norm"])
     model.load_state_dict(case["state"])
-    return model
+    batches = [(x.to(case["dtype"]), y.to(case["dtype"])) for x, y in case["batches"]]
+    return model.to(case["dtype"]), batches
 
 
 def observe(case):
-    """Calls evaluate on every device, with the model left in training mode; sees its calls."""
+    """Calls evaluate on every device, with the model in training mode; sees its calls, and
+    the model afterwards: its modes, its dropouts' p and which of its tensors changed."""
     seen = {}
     for device in devices():
-        model = build_model(case).to(device)
-        model.train()
-        batches = [(x.to(device), y.to(device)) for x, y in case["batches"]]
+        model, batches = build_model(case)
+        model.to(device).train()
+        batches = [(x.to(device), y.to(device)) for x, y in batches]
+        before = {name: t.detach().clone() for name, t in model.state_dict().items()}
         result = evaluate(model, batches)
+        after = model.state_dict()
         seen[device.type] = {
             "result_type": type(result).__name__,
             "result": result if type(result) is float else None,
             "grad_enabled_at_call": getattr(model, "grad_enabled_at_call", None),
-        }
+            "training_after": [module.training for module in model.modules()],
+            "dropout_p_after": [m.p for m in model.modules() if isinstance(m, nn.Dropout)],
+            "changed": sorted(
+                name for name in before.keys() | after.keys()
+                if name not in before or name not in after
+                or not torch.equal(before[name], after[name])
+            ),
+        }  # fmt: skip
     return seen
 
 
@@ -1139,8 +1166,9 @@ def mean_loss_in_eval_mode(model, batches):
 
 
 def judge(seen, case):
-    """One call per batch with autograd off, a Python float, the value in evaluation mode."""
-    expected = mean_loss_in_eval_mode(build_model(case), case["batches"])
+    """One call per batch with autograd off, a Python float, the value in evaluation mode;
+    the caller's model as it was, in evaluation mode or back in training mode."""
+    expected = mean_loss_in_eval_mode(*build_model(case))
     n_batches = len(case["batches"])
     assert "cpu" in seen, "the tests saw no CPU run"
     for run in seen.values():
@@ -1157,7 +1185,21 @@ def judge(seen, case):
         result = run["result"]
         assert abs(result - expected) < case["tolerance"], (
             f"evaluate returned {result}, expected {expected}: is the model in evaluation "
-            "mode (dropout off), and is the result the mean over batches?"
+            "mode (dropout off, batch norm on its running statistics), and is the result the "
+            "mean over batches?"
+        )
+        modes = set(run["training_after"])
+        assert len(modes) == 1, (
+            "after evaluate, some of the model's layers are in training mode and some not: "
+            "model.eval() switches them all, model.train(mode) switches them all back"
+        )
+        assert all(p == 0.5 for p in run["dropout_p_after"]), (
+            f"evaluate changed a dropout's p for good (now {run['dropout_p_after']}): the model "
+            "is the caller's; model.eval() turns dropout off and keeps p"
+        )
+        assert not run["changed"], (
+            f"evaluate changed the model's {', '.join(run['changed'])}: the model is the "
+            "caller's (in training mode, batch norm updates its running statistics)"
         )
 
 

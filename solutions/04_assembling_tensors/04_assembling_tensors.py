@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    GPU,
     TensorSeen,
     assert_grad_close,
     assert_is_leaf,
@@ -35,7 +36,7 @@ from autograd_pitfalls import (
     expect_error,
     expect_warning,
     explain,
-    on_meta,
+    on_gpu,
     probe_and_judge,
     track_inplace,
 )
@@ -621,8 +622,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # - denormalise `R1 = R1n·(max[0] - min[0]) + min[0]`, `R2 = R2n·(max[1] - min[1]) + min[1]`, compute `k = R1 / R2`, and return `[R1, R2, k]` normalised with the same bounds (`(v - min) / (max - min)`), shape `(3,)`.
 #
 # The result must carry the gradient through `k` to both `R1n` and `R2n` (not the detach fix), and it must be on `paramn_`'s device with `paramn_`'s dtype (float32 or float64).
-# The tests run your function on the `meta` device, so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
-# Meta tensors have a shape but no values, so keep the bounds as tensors too (no `.item()`, `.tolist()` or `float()` on them).
+# The tests also run your function on the course's stand-in for a GPU (section 6 shows it), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
 # Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
 
 
@@ -651,7 +651,7 @@ def ratio_features(
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
-"""Checks ratio_features: values, gradient through k (by hand), device (on meta) and dtype."""
+"""Checks ratio_features: values, gradient through k (by hand), device (on a GPU stand-in) and dtype."""
 
 
 def _check_features(paramn_values, param_max, param_min, weights, device, dtype, values, grad):
@@ -697,8 +697,8 @@ for device in devices():
             example_values, example_grad,
         )  # fmt: skip
 paramn_ = nn.Parameter(torch.tensor([0.5, 0.75]))
-features = on_meta(ratio_features, paramn_, seed_max, seed_min)
-assert features.shape == (3,) and features.requires_grad, "on meta too, a (3,) tensor with a graph"
+features = on_gpu(ratio_features, paramn_, seed_max, seed_min)
+assert features.shape == (3,) and features.requires_grad, "on a GPU too, a (3,) tensor with a graph"
 
 
 ### BEGIN HIDDEN TESTS
@@ -728,7 +728,7 @@ def hidden_cases(rng):
 
 
 def observe(case):
-    """Calls ratio_features on every device and on meta; backpropagates the weighted sum."""
+    """Calls ratio_features on every device and on a GPU stand-in; backpropagates the weighted sum."""
     dtype = getattr(torch, case["dtype"])
     seen = {}
     for device in devices():
@@ -744,12 +744,12 @@ def observe(case):
             "backward_error": backward_error,
         }  # fmt: skip
     try:
-        on_meta_result = on_meta(
+        gpu_result = on_gpu(
             ratio_features, nn.Parameter(case["values"].to(dtype)), case["high"], case["low"]
         )
-        seen["meta"] = {"features": on_meta_result, "failure": None}
+        seen["gpu"] = {"features": gpu_result, "failure": None}
     except AssertionError as error:
-        seen["meta"] = {"features": None, "failure": str(error)}
+        seen["gpu"] = {"features": None, "failure": str(error)}
     return seen
 
 
@@ -778,7 +778,7 @@ def judge(seen, case):
     tolerance = 1e-5 if dtype == torch.float32 else 1e-10
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
         features = run["features"]
         assert isinstance(features, TensorSeen) and features.shape == (3,), (
@@ -805,12 +805,12 @@ def judge(seen, case):
         assert run["paramn_"].is_leaf and run["paramn_"].cls == "Parameter", (
             "paramn_ is no longer a leaf Parameter. " + explain("not-a-leaf")
         )
-    meta = seen["meta"]
-    assert meta["failure"] is None, meta["failure"]
-    assert meta["features"].shape == (3,) and meta["features"].requires_grad, (
-        "on meta too, a (3,) tensor with a graph"
+    gpu = seen["gpu"]
+    assert gpu["failure"] is None, gpu["failure"]
+    assert gpu["features"].shape == (3,) and gpu["features"].requires_grad, (
+        "on a GPU too, a (3,) tensor with a graph"
     )
-    assert meta["features"].dtype == dtype, f"on meta, {dtype} in, {dtype} out. " + explain(
+    assert gpu["features"].dtype == dtype, f"on a GPU, {dtype} in, {dtype} out. " + explain(
         "wrong-dtype"
     )
 
@@ -863,7 +863,7 @@ assert (param_max / param_max).dtype == torch.float32
 # %% [markdown]
 # The seed stores the bounds as plain attributes (`self.param_max = torch.tensor(...)`).
 # `model.to(device)` moves parameters and *registered buffers* only, so plain tensor attributes stay behind on the CPU.
-# The `meta` device stands in for a GPU here (tensors with a shape, a dtype and autograd, but no data): a CPU-only machine shows the same mismatch.
+# This machine may have no GPU, so the course's stand-in for one shows the mismatch: `GPU`, a device named `gpu` whose tensors keep their values on the CPU and refuse to be mixed with CPU tensors where CUDA refuses.
 
 
 # %%
@@ -877,7 +877,7 @@ class Bounds(nn.Module):
         self.register_buffer("param_min", torch.tensor([1, 2, 0]))  # moved by .to()
 
 
-moved = Bounds().to("meta")
+moved = Bounds().to(GPU)
 print(
     "paramn_:",
     moved.paramn_.device,
@@ -886,18 +886,23 @@ print(
     "| param_min:",
     moved.param_min.device,
 )
-assert moved.param_max.device.type == "cpu" and moved.param_min.device.type == "meta"
-with expect_error(RuntimeError, match="is not on the expected device"):
+assert moved.param_max.device.type == "cpu" and moved.param_min.device == GPU
+with expect_error(RuntimeError, match="same device"):
     moved.paramn_ * moved.param_max[:2]
 
 # %% [markdown]
-# And the seed's fill-in buffer `torch.zeros([3])` is on the CPU too, whatever the parameters: writing a meta piece into it fails.
+# And the seed's fill-in buffer `torch.zeros([3])` is on the CPU too, whatever the parameters.
+# Writing a GPU piece into it is a copy, which a GPU allows: nothing fails there.
+# The buffer stays on the CPU, and the first op that mixes it with the parameters fails.
 
 # %%
-paramn_meta = nn.Parameter(torch.rand(2, device="meta"))
-with expect_error(NotImplementedError, match="Cannot copy out of meta tensor"):
-    paramn = torch.zeros([3])
-    paramn[0] = paramn_meta[0]
+paramn_gpu = nn.Parameter(torch.rand(2, device=GPU))
+paramn = torch.zeros([3])
+paramn[0] = paramn_gpu[0]  # a copy from the GPU to the CPU: allowed
+print(f"the buffer: on {paramn.device}, grad_fn={paramn.grad_fn.name()}")
+assert paramn.device.type == "cpu" and paramn.grad_fn is not None
+with expect_error(RuntimeError, match="same device"):
+    paramn[:2] * paramn_gpu
 
 # %% [markdown]
 # Three ways that follow the pieces wherever they live:
@@ -906,7 +911,7 @@ with expect_error(NotImplementedError, match="Cannot copy out of meta tensor"):
 # - `torch.stack(pieces)`, `torch.cat(pieces)`: no buffer at all; all pieces must share a device, and the dtype is promoted like arithmetic.
 
 # %%
-for p in (p64, paramn_meta):
+for p in (p64, paramn_gpu):
     built = {
         "new_zeros": p.new_zeros(3),
         "zeros_like": torch.zeros_like(p),
@@ -918,8 +923,8 @@ for p in (p64, paramn_meta):
         assert tensor.device == p.device and tensor.dtype == p.dtype
 print("stack of float32 and float64:", torch.stack([torch.tensor(1.0), p64[0]]).dtype)
 assert torch.stack([torch.tensor(1.0), p64[0]]).dtype == torch.float64
-with expect_error(RuntimeError, match="is not on the expected device"):
-    torch.stack([torch.tensor(1.0), paramn_meta[0]])  # a CPU piece among meta pieces
+with expect_error(RuntimeError, match="same device"):
+    torch.stack([torch.tensor(1.0), paramn_gpu[0]])  # a CPU piece among GPU pieces
 
 # %% [markdown]
 # ### Exercise 3 — a differentiable assembly that keeps the device and dtype (3 points)
@@ -927,7 +932,7 @@ with expect_error(RuntimeError, match="is not on the expected device"):
 # Write `vandermonde(x, degree)`: for a 1-d tensor `x` of shape `(n,)` and an integer `degree >= 1`, return the `(n, degree + 1)` matrix whose column `j` is `x ** j` (column 0 is all ones).
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
 # The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype.
-# The tests run it on `meta` too: a column of ones made with `torch.ones(n)` and no `device=` fails there, as it would on a GPU.
+# The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
 
 
 # %% nbgrader={"grade_id": "q3-answer", "solution": true}
@@ -949,7 +954,7 @@ def vandermonde(x: torch.Tensor, degree: int) -> torch.Tensor:
 
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
-"""Checks vandermonde: values, gradient (by hand), device (on meta) and dtype."""
+"""Checks vandermonde: values, gradient (by hand), device (on a GPU stand-in) and dtype."""
 
 
 def _check_vandermonde(x_values, degree, weights, device, dtype):
@@ -987,8 +992,8 @@ for device in devices():
     for dtype in (torch.float32, torch.float64):
         _check_vandermonde(torch.tensor([1.0, 2.0]), 2, torch.ones(2, 3), device, dtype)
 x = torch.tensor([1.0, 2.0], requires_grad=True)
-matrix = on_meta(vandermonde, x, 2)
-assert matrix.shape == (2, 3) and matrix.requires_grad, "on meta too, a (2, 3) matrix with a graph"
+matrix = on_gpu(vandermonde, x, 2)
+assert matrix.shape == (2, 3) and matrix.requires_grad, "on a GPU too, a (2, 3) matrix with a graph"
 
 
 ### BEGIN HIDDEN TESTS
@@ -1009,7 +1014,7 @@ def hidden_cases(rng):
 
 
 def observe(case):
-    """Calls vandermonde on every device and on meta; backpropagates the weighted sum."""
+    """Calls vandermonde on every device and on a GPU stand-in; backpropagates the weighted sum."""
     dtype = getattr(torch, case["dtype"])
     seen = {}
     for device in devices():
@@ -1023,9 +1028,9 @@ def observe(case):
         seen[device.type] = {"matrix": matrix, "grad": x.grad, "backward_error": backward_error}
     try:
         x = case["values"].to(dtype, copy=True).requires_grad_(True)
-        seen["meta"] = {"matrix": on_meta(vandermonde, x, case["degree"]), "failure": None}
+        seen["gpu"] = {"matrix": on_gpu(vandermonde, x, case["degree"]), "failure": None}
     except AssertionError as error:
-        seen["meta"] = {"matrix": None, "failure": str(error)}
+        seen["gpu"] = {"matrix": None, "failure": str(error)}
     return seen
 
 
@@ -1041,14 +1046,14 @@ def _vandermonde_by_hand(case):
 
 
 def judge(seen, case):
-    """Shape, device, dtype, graph, values and the gradient by hand; on meta, the same shape."""
+    """Shape, device, dtype, graph, values and the gradient by hand; on a GPU stand-in, the same shape."""
     dtype, degree = getattr(torch, case["dtype"]), case["degree"]
     n = case["values"].shape[0]
     expected, by_hand = _vandermonde_by_hand(case)
     tolerance = 1e-5 if dtype == torch.float32 else 1e-10
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
         matrix = run["matrix"]
         assert isinstance(matrix, TensorSeen) and matrix.shape == (n, degree + 1), (
@@ -1072,14 +1077,14 @@ def judge(seen, case):
             assert grad.cls in ("Tensor", "Parameter"), f"x.grad is a {grad.cls}."
             grad = grad.values
         assert_grad_close(grad, by_hand, name="x.grad", rtol=tolerance, atol=tolerance)
-    meta = seen["meta"]
-    assert meta["failure"] is None, meta["failure"]
-    matrix = meta["matrix"]
+    gpu = seen["gpu"]
+    assert gpu["failure"] is None, gpu["failure"]
+    matrix = gpu["matrix"]
     assert isinstance(matrix, TensorSeen) and matrix.shape == (n, degree + 1), (
-        "on meta too, a matrix of shape (n, degree + 1) with a graph"
+        "on a GPU too, a matrix of shape (n, degree + 1) with a graph"
     )
-    assert matrix.requires_grad, "on meta too, a matrix of shape (n, degree + 1) with a graph"
-    assert matrix.dtype == dtype, f"on meta, {dtype} in, {dtype} out. " + explain("wrong-dtype")
+    assert matrix.requires_grad, "on a GPU too, a matrix of shape (n, degree + 1) with a graph"
+    assert matrix.dtype == dtype, f"on a GPU, {dtype} in, {dtype} out. " + explain("wrong-dtype")
 
 
 ### END JUDGE
@@ -1198,7 +1203,7 @@ with expect_error(RuntimeError, match="modified by an inplace operation"):
 #
 # Write `pose_matrix(theta, t)`, a repaired version: the same matrix, differentiable with respect to `theta` and `t`, on `theta`'s device and with `theta`'s dtype (`t` has the same device and dtype).
 # Example: `theta = π/2`, `t = [1, 2]` gives `[[0, -1, -2], [1, 0, 1], [0, 0, 1]]`; by hand, the gradient of its sum is `-5` for `theta` and `[1, -1]` for `t`.
-# Any assembly that follows the rule of section 5 is fine; the tests run your function on `meta` too.
+# Any assembly that follows the rule of section 5 is fine; the tests run your function on the GPU stand-in too.
 
 
 # %% nbgrader={"grade_id": "q4-answer", "solution": true}
@@ -1224,7 +1229,7 @@ def pose_matrix(theta: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
-"""Checks pose_matrix: values, gradients for theta and t (by hand), device (on meta) and dtype."""
+"""Checks pose_matrix: values, gradients for theta and t (by hand), device (on a GPU stand-in) and dtype."""
 
 
 def _check_pose(angle, shift, weights, device, dtype):
@@ -1275,12 +1280,12 @@ def _check_pose(angle, shift, weights, device, dtype):
 for device in devices():
     for dtype in (torch.float32, torch.float64):
         _check_pose(torch.pi / 2, torch.tensor([1.0, 2.0]), torch.ones(3, 3), device, dtype)
-matrix = on_meta(
+matrix = on_gpu(
     pose_matrix,
     torch.tensor(0.5, requires_grad=True),
     torch.tensor([1.0, 2.0], requires_grad=True),
 )
-assert matrix.shape == (3, 3) and matrix.requires_grad, "on meta too, a (3, 3) matrix with a graph"
+assert matrix.shape == (3, 3) and matrix.requires_grad, "on a GPU too, a (3, 3) matrix with a graph"
 
 
 ### BEGIN HIDDEN TESTS
@@ -1301,7 +1306,7 @@ def hidden_cases(rng):
 
 
 def observe(case):
-    """Calls pose_matrix on every device and on meta; backpropagates the weighted sum."""
+    """Calls pose_matrix on every device and on a GPU stand-in; backpropagates the weighted sum."""
     dtype = getattr(torch, case["dtype"])
     seen = {}
     for device in devices():
@@ -1320,9 +1325,9 @@ def observe(case):
     try:
         theta = torch.tensor(case["angle"], dtype=dtype, requires_grad=True)
         t = case["shift"].to(dtype, copy=True).requires_grad_(True)
-        seen["meta"] = {"matrix": on_meta(pose_matrix, theta, t), "failure": None}
+        seen["gpu"] = {"matrix": on_gpu(pose_matrix, theta, t), "failure": None}
     except AssertionError as error:
-        seen["meta"] = {"matrix": None, "failure": str(error)}
+        seen["gpu"] = {"matrix": None, "failure": str(error)}
     return seen
 
 
@@ -1362,13 +1367,13 @@ def _grad_values(seen, name):
 
 
 def judge(seen, case):
-    """Shape, device, dtype, graph, values and both gradients by hand; on meta, the same."""
+    """Shape, device, dtype, graph, values and both gradients by hand; on a GPU stand-in, the same."""
     dtype = getattr(torch, case["dtype"])
     expected, d_theta, d_t = _pose_by_hand(case)
     tolerance = 1e-5 if dtype == torch.float32 else 1e-10
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
         matrix = run["matrix"]
         assert isinstance(matrix, TensorSeen) and matrix.shape == (3, 3), "return a (3, 3) tensor"
@@ -1388,13 +1393,13 @@ def judge(seen, case):
         theta_grad = _grad_values(run["theta_grad"], "theta.grad")
         assert_grad_close(theta_grad, d_theta, name="theta.grad", atol=tolerance)
         assert_grad_close(_grad_values(run["t_grad"], "t.grad"), d_t, name="t.grad", atol=tolerance)
-    meta = seen["meta"]
-    assert meta["failure"] is None, meta["failure"]
-    matrix = meta["matrix"]
+    gpu = seen["gpu"]
+    assert gpu["failure"] is None, gpu["failure"]
+    matrix = gpu["matrix"]
     assert isinstance(matrix, TensorSeen) and matrix.shape == (3, 3) and matrix.requires_grad, (
-        "on meta too, a (3, 3) matrix with a graph"
+        "on a GPU too, a (3, 3) matrix with a graph"
     )
-    assert matrix.dtype == dtype, f"on meta, {dtype} in, {dtype} out. " + explain("wrong-dtype")
+    assert matrix.dtype == dtype, f"on a GPU, {dtype} in, {dtype} out. " + explain("wrong-dtype")
 
 
 ### END JUDGE

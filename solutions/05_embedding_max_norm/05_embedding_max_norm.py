@@ -32,7 +32,7 @@ from autograd_pitfalls import (
     draw,
     expect_error,
     explain,
-    on_meta,
+    on_gpu,
     probe_and_judge,
     track_inplace,
 )
@@ -683,7 +683,8 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Look the rows up with `model.embedding` itself (or `F.embedding`), so that the gradients are the ones `nn.Embedding`'s lookup gives.
 # The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
 # For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`.
-# The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the `meta` device.
+# The model is the caller's: leave its settings (`max_norm`) and `model.recurrent` as you found them; `model.embedding.weight` may end with the rows of `tokens` rescaled, as `model(tokens)` leaves it, or as it was.
+# The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the course's stand-in for a GPU.
 
 
 # %%
@@ -749,7 +750,7 @@ for device in devices():
         ) from None
     assert model_q2.embedding.weight.grad is not None, "no gradient reached the embedding"
     assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
-on_meta(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
+on_gpu(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
 
 
 ### BEGIN HIDDEN TESTS
@@ -789,7 +790,7 @@ def _case_model(case, device, dtype):
 
 
 def observe(case):
-    """Calls tied_rnn_logits on every device and on meta; backpropagates the weighted logits."""
+    """Calls tied_rnn_logits on every device and on a GPU stand-in; backpropagates the weighted logits."""
     dtype = getattr(torch, case["dtype"])
     seen = {}
     for device in devices():
@@ -804,12 +805,17 @@ def observe(case):
             "logits": logits, "backward_error": backward_error,
             "embedding_grad": model.embedding.weight.grad,
             "recurrent_grad": model.recurrent.weight.grad,
+            "max_norm_after": model.embedding.max_norm,
+            "norm_type_after": model.embedding.norm_type,
+            "weight_after": model.embedding.weight, "recurrent_after": model.recurrent.weight,
         }  # fmt: skip
     try:
-        on_meta(tied_rnn_logits, _case_model(case, torch.device("cpu"), dtype), case["tokens"])
-        seen["meta"] = None
+        logits = on_gpu(
+            tied_rnn_logits, _case_model(case, torch.device("cpu"), dtype), case["tokens"]
+        )
+        seen["gpu"] = {"failure": None, "logits": logits}
     except AssertionError as error:
-        seen["meta"] = str(error)
+        seen["gpu"] = {"failure": str(error)}
     return seen
 
 
@@ -842,14 +848,30 @@ def _assert_grad_seen(seen, expected, name, atol):
 
 
 def judge(seen, case):
-    """Logits (shape, dtype, values), backward, both gradients; on meta, no device error."""
+    """Logits (shape, dtype, values), backward, both gradients; on a GPU stand-in, no device error."""
     dtype = getattr(torch, case["dtype"])
     logits, embedding_grad, recurrent_grad = _intended_logits(case)
     shape = tuple(logits.shape)
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
+        assert run["max_norm_after"] == case["max_norm"] and run["norm_type_after"] == 2.0, (
+            f"tied_rnn_logits changed the model's max_norm/norm_type for good (now "
+            f"{run['max_norm_after']}, {run['norm_type_after']}): the model is the caller's"
+        )
+        renormalised = case["weight"].to(dtype).clone()
+        torch.embedding_renorm_(renormalised, case["tokens"], case["max_norm"], 2.0)
+        weight_after = run["weight_after"].values
+        assert torch.allclose(weight_after, renormalised, atol=1e-6) or torch.equal(
+            weight_after, case["weight"].to(dtype)
+        ), (
+            "after the call, model.embedding.weight should be as it was, or hold the rows of "
+            "tokens rescaled as model(tokens) leaves it: the model is the caller's"
+        )
+        assert torch.equal(run["recurrent_after"].values, case["recurrent"].to(dtype)), (
+            "tied_rnn_logits changed model.recurrent.weight: the model is the caller's"
+        )
         got = run["logits"]
         assert isinstance(got, TensorSeen) and got.cls in ("Tensor", "Parameter"), (
             "tied_rnn_logits should return a tensor"
@@ -869,7 +891,13 @@ def judge(seen, case):
         )
         _assert_grad_seen(run["embedding_grad"], embedding_grad, "embedding.weight.grad", 1e-5)
         _assert_grad_seen(run["recurrent_grad"], recurrent_grad, "recurrent.weight.grad", 1e-5)
-    assert seen["meta"] is None, seen["meta"]
+    gpu = seen["gpu"]
+    assert gpu["failure"] is None, gpu["failure"]
+    got = gpu["logits"]
+    assert got.device_type == "gpu" and got.dtype == dtype, explain("wrong-device")
+    assert torch.allclose(got.values, logits, atol=1e-5), (
+        "on a GPU, the logits differ from those on the CPU"
+    )
 
 
 ### END JUDGE
@@ -955,7 +983,7 @@ for device in devices():
     assert weight_q3.grad is not None and weight_q3.grad.abs().sum() > 0, (
         "no gradient reached weight. " + explain("grad-never-reached")
     )
-on_meta(max_norm_lookup, torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2]), 1.0)
+on_gpu(max_norm_lookup, torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2]), 1.0)
 
 
 ### BEGIN HIDDEN TESTS
@@ -986,7 +1014,7 @@ def hidden_cases(rng):
 
 
 def observe(case):
-    """Calls max_norm_lookup on every device and on meta; the weight after, its gradient."""
+    """Calls max_norm_lookup on every device and on a GPU stand-in; the weight after, its gradient."""
     seen = {}
     for device in devices():
         weight = case["weight"].clone().to(device).requires_grad_(True)
@@ -1005,16 +1033,16 @@ def observe(case):
             "backward_error": backward_error, "grad": weight.grad,
         }  # fmt: skip
     try:
-        on_meta(
+        on_gpu(
             max_norm_lookup,
             case["weight"].clone().requires_grad_(True),
             case["indices"],
             case["max_norm"],
             case["norm_type"],
         )
-        seen["meta"] = None
+        seen["gpu"] = None
     except AssertionError as error:
-        seen["meta"] = str(error)
+        seen["gpu"] = str(error)
     return seen
 
 
@@ -1030,7 +1058,7 @@ def judge(seen, case):
     wrote_weight = explain("embedding-renorm-wrote-weight")
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        if device == "meta":
+        if device == "gpu":
             continue
         rows = run["rows"]
         assert isinstance(rows, TensorSeen) and rows.cls in ("Tensor", "Parameter"), (
@@ -1067,7 +1095,7 @@ def judge(seen, case):
         assert reached.any() and torch.equal(reached[1:], looked_up[1:]), (
             "the gradient should reach exactly the looked-up rows. " + explain("grad-never-reached")
         )
-    assert seen["meta"] is None, seen["meta"]
+    assert seen["gpu"] is None, seen["gpu"]
 
 
 ### END JUDGE
