@@ -21,12 +21,13 @@ on those values and is checked first against what CUDA accepts:
 While :func:`on_gpu` runs a function, ``"cuda"`` as a device, ``.cuda()`` and ``is_cuda``
 mean the stand-in too, so code written for CUDA runs as it would there. What it does not
 copy from CUDA (``x.device.type`` is ``"gpu"``, not ``"cuda"``; no streams, no
-asynchrony) is listed with the cases in ``tests/device_cases.py``.
+asynchrony) is listed with the cases in ``tests/test_gpu_standin.py``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,21 @@ _COPIES = frozenset({"copy_", "_to_copy", "_copy_from", "_copy_from_and_resize",
 _INDEXING = frozenset({"index", "_unsafe_index", "index_put", "index_put_", "_index_put_impl_"})
 # Ops that are not tagged pointwise but take a 0-dim CPU tensor as their value on CUDA.
 _TAKE_CPU_SCALAR = frozenset({"fill_", "fill", "masked_fill", "masked_fill_"})
+# Ops tagged pointwise that take no CPU tensor on CUDA, not even a 0-dim one: clamp's tensor
+# bounds keep the generated device check (no NoCheck in native_functions.yaml), addcdiv's
+# TensorIterator does not allow_cpu_scalars.
+_NO_CPU_SCALAR = frozenset(
+    {
+        "clamp",
+        "clamp_",
+        "clamp_min",
+        "clamp_min_",
+        "clamp_max",
+        "clamp_max_",
+        "addcdiv",
+        "addcdiv_",
+    }
+)
 
 
 class StandInTensor(torch.Tensor):
@@ -83,7 +99,7 @@ class StandInTensor(torch.Tensor):
         kwargs = kwargs or {}
         if func is torch.Tensor.tolist:
             return args[0].values.tolist()
-        if func is torch.Tensor.numpy:
+        if func is torch.Tensor.numpy or func is torch.Tensor.__array__:
             # CUDA's words, with this device's name.
             raise TypeError(
                 f"can't convert {GPU} device type tensor to numpy. Use Tensor.cpu() to "
@@ -134,43 +150,64 @@ def _check_devices(func: Any, args: tuple, kwargs: dict) -> None:
         return
     if name in _INDEXING:
         self, indices = args[0], args[1]
-        if not isinstance(self, StandInTensor):
-            if any(isinstance(index, StandInTensor) for index in indices if index is not None):
-                raise RuntimeError(
-                    "indices should be either on cpu or on the same device as the indexed "
-                    "tensor (cpu)"
-                )
-            rest = args[2:]
-        else:
-            rest = args[2:]
-        others = [t for t in tree_leaves(rest) if isinstance(t, torch.Tensor)]
-        mixed = {isinstance(self, StandInTensor)} | {isinstance(t, StandInTensor) for t in others}
-        if len(mixed) > 1 and any(
-            not isinstance(t, StandInTensor) and t.dim() for t in [self, *others]
-        ):
+        on_gpu = isinstance(self, StandInTensor)
+        if not on_gpu and any(isinstance(i, StandInTensor) for i in indices if i is not None):
+            raise RuntimeError(
+                "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
+            )
+        values = [t for t in tree_leaves(args[2:]) if isinstance(t, torch.Tensor)]
+        if _masked_fill_shortcut(self, indices, values, args[3:]):
+            return
+        # _index_put_impl_ moves a 0-dim value of the other device to self's, either way.
+        if any(isinstance(t, StandInTensor) != on_gpu and t.dim() for t in values):
             raise _same_device_error()
         return
+    if name in _TAKE_CPU_SCALAR:
+        value = args[1] if name.startswith("fill") else args[2]
+        if isinstance(value, torch.Tensor) and value.dim():
+            return  # CUDA first says the value must be 0-dim; the CPU kernel says it too
+        if name.startswith("fill") and isinstance(value, torch.Tensor):
+            return  # fill_ reads a value of another device with .item(), either way
     tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     on_cpu = [t for t in tensors if not isinstance(t, StandInTensor)]
     if not on_cpu or len(on_cpu) == len(tensors):
         return
-    takes_scalars = torch.Tag.pointwise in func.tags or name in _TAKE_CPU_SCALAR
-    if takes_scalars and all(t.dim() == 0 for t in on_cpu):
+    pointwise = torch.Tag.pointwise in func.tags and name not in _NO_CPU_SCALAR
+    # TensorIterator lets one CPU scalar into a CUDA kernel; where() moves its own.
+    most = 3 if name == "where" else 1
+    takes_scalars = pointwise or name in _TAKE_CPU_SCALAR
+    if takes_scalars and len(on_cpu) <= most and all(t.dim() == 0 for t in on_cpu):
         return
     raise _same_device_error()
+
+
+def _masked_fill_shortcut(self: Any, indices: Any, values: list, rest: tuple) -> bool:
+    """canDispatchToMaskedFill: one CPU value of one element and one mask on self's device."""
+    masks = [i for i in indices if i is not None]
+    return (
+        not (rest and rest[0])  # accumulate
+        and len(values) == 1
+        and not isinstance(values[0], StandInTensor)
+        and values[0].numel() == 1
+        and len(masks) == 1
+        and masks[0].dtype in (torch.bool, torch.uint8)
+        and isinstance(masks[0], StandInTensor) == isinstance(self, StandInTensor)
+    )
 
 
 def _run(func: Any, args: tuple, kwargs: dict) -> Any:
     """Runs one aten op on the stand-in: checks devices, computes on the CPU, rewraps."""
     _check_devices(func, args, kwargs)
     device = kwargs.get("device")
-    to_host = func.overloadpacket.__name__ == "_to_copy" and device is not None
+    # An op given a device other than the stand-in's (x.to("cpu"), zeros_like(x,
+    # device="cpu")) leaves its result there, as on CUDA.
+    to_host = device is not None and device.type != GPU.type
     if device is not None and device.type == GPU.type:
         kwargs = {**kwargs, "device": CPU}
-        to_host = False
-    inputs = {id(t.values): t for t in tree_leaves(args) if isinstance(t, StandInTensor)}
+    # An in-place op returns its input, a CPU tensor too: give back the caller's tensor.
+    inputs = {id(_values(t)): t for t in tree_leaves(args) if isinstance(t, torch.Tensor)}
     result = func(*tree_map(_values, args), **tree_map(_values, kwargs))
-    if to_host and device.type == "cpu":
+    if to_host:
         return result
 
     def wrap(value: Any) -> Any:
@@ -190,6 +227,29 @@ def _factory_kernel(func: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 compat.register_gpu_standin_kernel(_factory_kernel)
+
+# Factories that torch builds as empty((0,)) and then an out= op that resizes it: a wrapper
+# cannot follow that resize (its shape would stay (0,)), so they get a kernel of their own.
+_RESIZING_FACTORIES = (
+    "arange",
+    "arange.start",
+    "arange.start_step",
+    "range",
+    "range.step",
+    "eye",
+    "eye.m",
+)
+_factories = torch.library.Library("aten", "IMPL")
+for _name in _RESIZING_FACTORIES:
+    _packet, _, _overload = _name.partition(".")
+    _factories.impl(
+        _name,
+        functools.partial(
+            _factory_kernel,
+            getattr(getattr(torch.ops.aten, _packet), _overload or "default"),
+        ),
+        "PrivateUse1",
+    )
 
 _CUDA_NAME = re.compile(r"cuda(:\d+)?")
 # Functions that build a tensor from Python data: torch cannot hand those to a device
