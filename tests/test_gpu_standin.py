@@ -1096,6 +1096,16 @@ CASES = [
     ),
     # What the stand-in does not copy from CUDA.
     Case(
+        "unsqueeze_-in-place",
+        lambda x: x.clone().unsqueeze_(0),
+        Works(),
+        "docs Tensor.unsqueeze_ (in-place version of unsqueeze)",
+        known_difference="a stand-in tensor's shape is fixed when it is made: ops that change "
+        "a shape in place (unsqueeze_, t_, resize_, an out= of another size) raise, saying "
+        "so, instead of leaving a wrong shape.",
+        standin=Raises(NotImplementedError, "cannot change a tensor's shape in place"),
+    ),
+    Case(
         "is_cuda-outside-on_gpu",
         lambda x: x.is_cuda,
         Works(None, True),

@@ -48,11 +48,13 @@ from autograder.kernel import keyring, protocol
 from autograder.kernel.fs import chown_tree, remove_tree
 
 # Imported once in the zygote; every kernel starts with them loaded. torch._dynamo is
-# what the first torch.optim optimiser imports (about 1.5 s).
+# what the first torch.optim optimiser imports (about 1.5 s); torch.distributed.tensor is
+# what torch imports at the first op on a tensor subclass, the GPU stand-in's (about 1 s).
 PRELOAD = (
     "numpy",
     "torch",
     "torch._dynamo",
+    "torch.distributed.tensor",
     "autograd_pitfalls",
     "IPython",
     "ipykernel.ipkernel",

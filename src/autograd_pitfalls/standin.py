@@ -215,7 +215,18 @@ def _run(func: Any, args: tuple, kwargs: dict) -> Any:
             return value
         # An in-place op returns its input: give back the caller's tensor, not a new one.
         same = inputs.get(id(value))
-        return same if same is not None else StandInTensor(value)
+        if same is None:
+            return StandInTensor(value)
+        if isinstance(same, StandInTensor) and (
+            same.shape != value.shape or same.stride() != value.stride()
+        ):
+            # A wrapper's shape is fixed when it is made: an op that changes it in place
+            # would leave the two apart, so the stand-in refuses it, saying why.
+            raise NotImplementedError(
+                f"the GPU stand-in cannot change a tensor's shape in place ({func}): use the "
+                "out-of-place form (x = x.unsqueeze(0), not x.unsqueeze_(0))"
+            )
+        return same
 
     return tree_map(wrap, result)
 
