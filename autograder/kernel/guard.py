@@ -61,7 +61,15 @@ MODULES = (
 )
 MODULE_PREFIXES = ("autograd_pitfalls",)
 # Classes whose methods the tests call: changed entries restored, shadowing additions removed.
-CLASSES = (("torch", "Tensor"), ("torch.nn", "Parameter"), ("torch.nn", "Module"))
+CLASSES = (
+    ("torch", "Tensor"),
+    ("torch.nn", "Parameter"),
+    ("torch.nn", "Module"),
+    # The probes' own instruments: the GPU stand-in and the counters they observe with.
+    ("autograd_pitfalls.standin", "StandInTensor"),
+    ("autograd_pitfalls.passes", "CountForwardProducts"),
+    ("autograd_pitfalls.watch", "WatchWrites"),
+)
 # List attributes of the shell and its transformer manager that rewrite cells.
 SHELL_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 MANAGER_LISTS = ("cleanup_transforms", "line_transforms", "token_transformers")
