@@ -1526,25 +1526,25 @@ for device in devices():
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The visible example by hand, then random linear models, batches and learning rates."""
+    """The visible example by hand, then random linear models, batches of several sizes,
+    learning rates, float32 and float64."""
     batch = (torch.tensor([[1.0]]), torch.tensor([[3.0]]))
     cases = [
         {"weight": torch.tensor([[1.0]]), "bias": torch.tensor([0.0]), "batches": [batch, batch],
-         "lr": 0.1}
+         "lr": 0.1, "dtype": torch.float32}
     ]  # fmt: skip
-    for n_batches, n_in, rows, lr in [
-        (4, 3, 5, 0.05),
-        (6, 2, 7, 0.1),
-        (3, 5, 7, 0.02),
-        (8, 4, 7, 0.07),
+    for n_in, rows, lr, dtype in [
+        (3, (5, 5, 5, 5), 0.05, torch.float32),
+        (2, (7, 3, 9, 1, 7, 4), 0.1, torch.float32),
+        (5, (7, 2, 6), 0.02, torch.float64),
+        (4, (3, 8, 5, 7, 2, 6, 7, 1), 0.07, torch.float64),
     ]:
         batches = [
-            (torch.randn(rows, n_in, generator=rng), torch.randn(rows, 1, generator=rng))
-            for _ in range(n_batches)
+            (torch.randn(n, n_in, generator=rng), torch.randn(n, 1, generator=rng)) for n in rows
         ]
         weight = torch.randn(1, n_in, generator=rng) / n_in**0.5
         bias = torch.randn(1, generator=rng) * 0.1
-        cases.append({"weight": weight, "bias": bias, "batches": batches, "lr": lr})
+        cases.append({"weight": weight, "bias": bias, "batches": batches, "lr": lr, "dtype": dtype})
     return cases
 
 
@@ -1556,10 +1556,12 @@ def observe(case):
         with torch.no_grad():
             model.linear.weight.copy_(case["weight"])
             model.linear.bias.copy_(case["bias"])
-        model.to(device)
+        model.to(device, case["dtype"])
         parameters = list(model.parameters())
         versions = [p._version for p in parameters]
-        batches = [(x.to(device), y.to(device)) for x, y in case["batches"]]
+        batches = [
+            (x.to(device, case["dtype"]), y.to(device, case["dtype"])) for x, y in case["batches"]
+        ]
         result = train_epoch(model, batches, case["lr"])
         now = list(model.parameters())
         seen[device.type] = {
@@ -1594,7 +1596,9 @@ def judge(seen, case):
     with torch.no_grad():
         reference.linear.weight.copy_(case["weight"])
         reference.linear.bias.copy_(case["bias"])
-    expected = reference_epoch(reference, case["batches"], case["lr"])
+    reference.to(case["dtype"])
+    batches = [(x.to(case["dtype"]), y.to(case["dtype"])) for x, y in case["batches"]]
+    expected = reference_epoch(reference, batches, case["lr"])
     n_batches = len(case["batches"])
     assert "cpu" in seen, "the tests saw no CPU run"
     for run in seen.values():
@@ -1623,6 +1627,7 @@ def judge(seen, case):
                 f"{name}._version is {p.version}, expected at least {before + n_batches}: "
                 "autograd did not see the write. " + explain("hidden-write")
             )
+            assert p.dtype == case["dtype"], f"{name} should stay {case['dtype']}, is {p.dtype}"
             assert torch.allclose(p.values, q.detach(), atol=1e-5), (
                 f"{name} after the epoch should be {q.detach().tolist()}, got {p.values.tolist()}"
             )
