@@ -756,6 +756,8 @@ print(type(legacy).__name__)
 # - `loss = mean((probs - targets) ** 2)`, a 0-dimensional tensor with its graph, so that the caller can call `loss.backward()`;
 # - `predictions`: `1.0` where `probs > 0.5` and `0.0` elsewhere, same shape, dtype and device as `logits`, carrying no graph (`requires_grad` False).
 #
+# `targets` has the shape and device of `logits`, and may have another floating dtype (float32 targets for float64 logits, or the reverse): the loss then has the dtype PyTorch's promotion gives.
+#
 # By hand, with $n$ elements, $\partial\,\text{loss} / \partial\,\text{logits} = 2\,(p - t)\,p\,(1 - p) / n$.
 # For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
 # The tests call `loss.backward()` and compare `logits.grad` with that formula.
@@ -834,23 +836,29 @@ assert gpu_loss.requires_grad and not gpu_predictions.requires_grad
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The visible example, then random logits and targets in several shapes and dtypes."""
+    """The visible example, then random logits and targets in several shapes and dtypes,
+    targets of the logits' dtype or of the other one."""
     cases = [
         {
             "logits": torch.tensor([2.0, -1.0, 0.5]),
             "targets": torch.tensor([1.0, 0.0, 0.0]),
             "dtype": torch.float32,
+            "targets_dtype": torch.float32,
         }
     ]
-    for shape, dtype in [
-        ((4, 5), torch.float32),
-        ((7,), torch.float64),
-        ((2, 3, 2), torch.float32),
-        ((2, 3), torch.float64),
+    for shape, dtype, targets_dtype in [
+        ((4, 5), torch.float32, torch.float32),
+        ((7,), torch.float64, torch.float64),
+        ((2, 3, 2), torch.float32, torch.float32),
+        ((2, 3), torch.float64, torch.float64),
+        ((3, 4), torch.float32, torch.float64),
+        ((6,), torch.float64, torch.float32),
     ]:
         logits = 3 * torch.randn(shape, generator=rng, dtype=torch.float64)
         targets = torch.rand(shape, generator=rng, dtype=torch.float64)
-        cases.append({"logits": logits, "targets": targets, "dtype": dtype})
+        cases.append(
+            {"logits": logits, "targets": targets, "dtype": dtype, "targets_dtype": targets_dtype}
+        )
     return cases
 
 
@@ -860,7 +868,8 @@ def observe(case):
     seen = {}
     for device in devices():
         logits = case["logits"].to(device, dtype, copy=True).requires_grad_(True)
-        loss, predictions = loss_and_predictions(logits, case["targets"].to(device, dtype))
+        targets = case["targets"].to(device, case["targets_dtype"])
+        loss, predictions = loss_and_predictions(logits, targets)
         backward_error = None
         try:
             loss.backward()
@@ -875,7 +884,7 @@ def observe(case):
         gpu_result = on_gpu(
             loss_and_predictions,
             torch.zeros(shape, dtype=dtype, requires_grad=True),
-            torch.zeros(shape, dtype=dtype),
+            torch.zeros(shape, dtype=case["targets_dtype"]),
             name="loss_and_predictions(...)",
         )
         seen["gpu"] = {"result": list(gpu_result), "failure": None}
@@ -894,7 +903,7 @@ def expected_loss_and_predictions(logits, targets):
 def judge(seen, case):
     """Loss, logits.grad by hand, logits untouched, predictions without a graph; on a GPU stand-in."""
     dtype = case["dtype"]
-    start, targets = case["logits"].to(dtype), case["targets"].to(dtype)
+    start, targets = case["logits"].to(dtype), case["targets"].to(case["targets_dtype"])
     expected_loss, expected_predictions = expected_loss_and_predictions(start, targets)
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
