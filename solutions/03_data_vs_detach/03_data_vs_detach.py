@@ -756,7 +756,7 @@ print(type(legacy).__name__)
 # - `loss = mean((probs - targets) ** 2)`, a 0-dimensional tensor with its graph, so that the caller can call `loss.backward()`;
 # - `predictions`: `1.0` where `probs > 0.5` and `0.0` elsewhere, same shape, dtype and device as `logits`, carrying no graph (`requires_grad` False).
 #
-# `targets` has the shape and device of `logits`, and may have another floating dtype (float32 targets for float64 logits, or the reverse): the loss then has the dtype PyTorch's promotion gives.
+# `targets` has the shape and device of `logits`, and may have the other floating dtype (float32 targets for float64 logits, or the reverse).
 #
 # By hand, with $n$ elements, $\partial\,\text{loss} / \partial\,\text{logits} = 2\,(p - t)\,p\,(1 - p) / n$.
 # For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
