@@ -95,6 +95,24 @@ def test_the_gpu_standin_backend_is_set_up_and_runs_factories_and_backward():
     assert weight.grad.device == device and weight.grad.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_a_wrapper_tensor_has_the_values_metadata_and_no_torch_function_in_the_contexts():
+    class Wrapper(torch.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            raise AssertionError("not called here")
+
+    values = torch.ones(2, 3, dtype=torch.float64).t()
+    wrapper = torch_compat.wrapper_tensor(Wrapper, values, torch.device("meta"))
+    assert type(wrapper) is Wrapper and wrapper.device.type == "meta"
+    assert (wrapper.shape, wrapper.stride(), wrapper.dtype) == (
+        values.shape,
+        values.stride(),
+        values.dtype,
+    )
+    with torch_compat.disable_torch_function(), torch_compat.disable_torch_function_subclass():
+        assert torch._C._is_torch_function_enabled() is False
+
+
 def test_in_backward_is_true_only_while_a_backward_pass_runs():
     seen = []
     weight = torch.ones(2, requires_grad=True)

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
 
 __all__ = [
     "CHECKED_SAVED_PREFIX",
@@ -28,6 +28,8 @@ __all__ = [
     "DispatchMode",
     "OpOverload",
     "TorchDispatchMode",
+    "disable_torch_function",
+    "disable_torch_function_subclass",
     "gpu_standin_device",
     "in_backward",
     "op_arguments",
@@ -36,6 +38,8 @@ __all__ = [
     "register_gpu_standin_kernel",
     "torch_mode_stacks",
     "tree_leaves",
+    "tree_map",
+    "wrapper_tensor",
 ]
 
 # A backward node exposes each tensor it saved twice: ``_raw_saved_<x>`` (a SavedTensor
@@ -152,3 +156,31 @@ def register_gpu_standin_kernel(kernel: Any) -> None:
     library = torch.library.Library("_", "IMPL")
     library.fallback(kernel, dispatch_key="PrivateUse1")
     _standin_kernels.append(library)
+
+
+def wrapper_tensor(cls: type, values: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Makes an instance of the tensor subclass ``cls`` with ``values``' metadata on ``device``.
+
+    The tensor has no storage of its own: ``cls.__torch_dispatch__`` computes every op
+    (torch's way of writing a tensor type in Python, ``_make_wrapper_subclass``).
+    """
+    return torch.Tensor._make_wrapper_subclass(
+        cls,
+        values.shape,
+        strides=values.stride(),
+        storage_offset=values.storage_offset(),
+        dtype=values.dtype,
+        layout=values.layout,
+        device=device,
+        requires_grad=False,
+    )
+
+
+def disable_torch_function() -> Any:
+    """A context in which no ``__torch_function__`` (subclass or mode) is called."""
+    return torch._C.DisableTorchFunction()
+
+
+def disable_torch_function_subclass() -> Any:
+    """A context in which tensor subclasses' ``__torch_function__`` is not called."""
+    return torch._C.DisableTorchFunctionSubclass()

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from autograd_pitfalls import compat
 from autograd_pitfalls.standin import StandInTensor
 
 __all__ = [
@@ -181,7 +182,7 @@ def _class_name(tensor: torch.Tensor) -> str:
 
 def _encode_tensor(tensor: torch.Tensor) -> dict[str, Any]:
     """Encodes a tensor's metadata and values; never calls methods a subclass overrides."""
-    with torch._C.DisableTorchFunction():
+    with compat.disable_torch_function():
         plain = torch.Tensor.detach(tensor)
         grad_fn = tensor.grad_fn
         try:

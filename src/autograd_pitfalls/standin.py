@@ -35,9 +35,9 @@ from typing import Any
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_leaves, tree_map
 
 from autograd_pitfalls import compat
+from autograd_pitfalls.compat import tree_leaves, tree_map
 from autograd_pitfalls.pitfalls import explain
 
 __all__ = ["GPU", "StandInTensor", "gpu_standin", "on_gpu", "to_gpu", "to_host"]
@@ -80,16 +80,7 @@ class StandInTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, values: torch.Tensor) -> StandInTensor:
         """Makes the tensor torch sees: ``values``' shape, strides and dtype, on ``gpu``."""
-        return torch.Tensor._make_wrapper_subclass(
-            cls,
-            values.shape,
-            strides=values.stride(),
-            storage_offset=values.storage_offset(),
-            dtype=values.dtype,
-            layout=values.layout,
-            device=GPU,
-            requires_grad=False,
-        )
+        return compat.wrapper_tensor(cls, values, GPU)
 
     def __init__(self, values: torch.Tensor) -> None:
         self.values = values
@@ -105,13 +96,13 @@ class StandInTensor(torch.Tensor):
                 f"can't convert {GPU} device type tensor to numpy. Use Tensor.cpu() to "
                 "copy the tensor to host memory first."
             )
-        with torch._C.DisableTorchFunctionSubclass():
+        with compat.disable_torch_function_subclass():
             return func(*args, **kwargs)
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         # torch's printing reads values with .tolist() where subclasses cannot: print the
         # CPU values, then say where they are, as a CUDA tensor's repr does.
-        with torch._C.DisableTorchFunction():
+        with compat.disable_torch_function():
             text = repr(self.values.detach())
         notes = [f"device='{GPU}'"]
         if self.grad_fn is not None:
@@ -338,7 +329,7 @@ def to_gpu(value: Any) -> Any:
 def to_host(value: Any) -> Any:
     """Returns ``value`` with every stand-in tensor replaced by a plain CPU copy (detached)."""
     if isinstance(value, torch.Tensor):
-        with torch._C.DisableTorchFunction():
+        with compat.disable_torch_function():
             return value.detach().to(CPU) if value.device == GPU else value
     if isinstance(value, list | tuple):
         return type(value)(to_host(item) for item in value)
