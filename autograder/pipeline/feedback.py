@@ -50,12 +50,19 @@ class _CompiledTemplates(BytecodeCache):
 COMPILED_TEMPLATES = _CompiledTemplates()
 
 
+# The only key of a cell's metadata that nbconvert's highlighting reads (a cell such as
+# ``%%bash`` is highlighted in its magic's language); the rest (nbclient's timestamps, the
+# grader's seconds) differs in every graded cell and must not split the cache.
+_METADATA_READ_BY_HIGHLIGHT = "magics_language"
+
+
 @functools.lru_cache(maxsize=8192)
 def _highlighted(
-    lexer: str | None, options: str, source: str, language: str | None, metadata: str
+    lexer: str | None, options: str, source: str, language: str | None, magics_language: str
 ) -> str:
     highlight = Highlight2HTML(pygments_lexer=lexer, extra_formatter_options=json.loads(options))
-    return highlight(source, language, json.loads(metadata) if metadata else None)
+    metadata = {_METADATA_READ_BY_HIGHLIGHT: magics_language} if magics_language else None
+    return highlight(source, language, metadata)
 
 
 def _highlighting_once(highlight: Highlight2HTML) -> Callable[..., str]:
@@ -71,7 +78,7 @@ def _highlighting_once(highlight: Highlight2HTML) -> Callable[..., str]:
             json.dumps(highlight.extra_formatter_options, sort_keys=True),
             source,
             language,
-            json.dumps(metadata, sort_keys=True, default=str) if metadata else "",
+            (metadata or {}).get(_METADATA_READ_BY_HIGHLIGHT) or "",
         )
 
     return remembered
