@@ -1116,7 +1116,7 @@ def init_scaled_identity_(weight: nn.Parameter, scale: float) -> nn.Parameter:
 
 
 def watched_init(weight: nn.Parameter, scale: float) -> nn.Parameter:
-    """Calls init_scaled_identity_ under WatchWrites; checks what autograd saw and the devices."""
+    """Calls init_scaled_identity_ under WatchWrites; checks what autograd saw."""
     version, pointer = weight._version, weight.data_ptr()
     with WatchWrites(weight) as watch:
         result = init_scaled_identity_(weight, scale)
@@ -1127,9 +1127,6 @@ def watched_init(weight: nn.Parameter, scale: float) -> nn.Parameter:
     assert watch.last_write_seen(), (
         "autograd did not see the write that left weight's final values (.data or numpy?): "
         "write under torch.no_grad() instead"
-    )
-    assert not watch.mixed, (
-        f"{watch.mixed[0]} mixes weight's device with a CPU tensor: build it on weight.device"
     )
     return result
 
@@ -1172,7 +1169,6 @@ def watch_init(weight, scale, seen):
         version=weight._version,
         weight=weight,
         last_write_seen=watch.last_write_seen(),
-        mixed=list(watch.mixed),
         grad_is_none=weight.grad is None,
     )
     return result
@@ -1244,9 +1240,6 @@ def _watched(run):
     assert run["last_write_seen"], (
         "autograd did not see the write that left weight's final values (.data or numpy?): "
         "write under torch.no_grad() instead"
-    )
-    assert not run["mixed"], (
-        f"{run['mixed'][0]} mixes weight's device with a CPU tensor: build it on weight.device"
     )
 
 

@@ -18,10 +18,6 @@ from torch.overrides import TorchFunctionMode
 
 __all__ = ["CountedWrite", "WatchWrites"]
 
-# Calls that take a CPU operand next to a GPU tensor on a GPU too: a copy, and index
-# assignment. Any other call given a CPU tensor of more than one value raises there.
-_CROSS_DEVICE_CALLS = frozenset({"copy_", "__setitem__"})
-
 
 @dataclass(frozen=True)
 class CountedWrite:
@@ -42,10 +38,8 @@ class WatchWrites(TorchFunctionMode):
 
     After each torch call that moved the counter it notes the call (``writes``) and copies
     the values (``seen``); ``last_write_seen()`` then says whether the tensor still holds
-    what autograd last saw. It also notes, in ``mixed``, calls that take a CPU tensor of more
-    than one value next to a tensor on ``tensor``'s device, when that device is not the CPU:
-    on ``meta`` some of them run (``w += torch.ones(2)``), on a GPU they raise (a copy and
-    index assignment excepted).
+    what autograd last saw. Device mixes are not its business: on the course's GPU stand-in
+    (``autograd_pitfalls.standin``) they raise where CUDA raises.
 
     Writes through ``.data`` or numpy move no counter, so they appear in none of the lists.
 
@@ -54,7 +48,6 @@ class WatchWrites(TorchFunctionMode):
         version: Its version counter after the last call.
         writes: Each call that moved the counter, with grad mode at that moment.
         seen: The values after the last counted write, or None before any.
-        mixed: Names of the calls that mixed ``tensor``'s device with a CPU tensor.
 
     Example:
         >>> w = torch.nn.Parameter(torch.ones(2))
@@ -74,13 +67,10 @@ class WatchWrites(TorchFunctionMode):
         self.tensor, self.version = tensor, tensor._version
         self.writes: list[CountedWrite] = []
         self.seen: torch.Tensor | None = None
-        self.mixed: list[str] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", str(func))
-        if self._mixes_devices(name, (*args, *kwargs.values())):
-            self.mixed.append(name)
         grad_enabled = torch.is_grad_enabled()  # as the caller set it, before the call
         result = func(*args, **kwargs)
         if self.tensor._version != self.version:
@@ -88,14 +78,6 @@ class WatchWrites(TorchFunctionMode):
             self.writes.append(CountedWrite(name, grad_enabled))
             self.seen = self.tensor.detach().clone()
         return result
-
-    def _mixes_devices(self, name: str, operands: tuple) -> bool:
-        if self.tensor.device.type == "cpu" or name in _CROSS_DEVICE_CALLS:
-            return False
-        tensors = [t for t in operands if isinstance(t, torch.Tensor)]
-        return any(t.device == self.tensor.device for t in tensors) and any(
-            t.device.type == "cpu" and t.dim() > 0 for t in tensors
-        )
 
     def last_write_seen(self) -> bool:
         """Whether the tensor holds the values of the last write autograd saw.
