@@ -378,16 +378,20 @@ class Zygote:
         self.close()
         self.start()
 
-    def close(self) -> None:
-        """Closes our end of the socket; the zygote (and bubblewrap) ends when all are closed.
-
-        The process that started the zygote also waits for it, and kills it after 5 s.
-        """
+    def hang_up(self) -> None:
+        """Closes our end of the socket: the zygote ends once every end is closed."""
         if self.channel is not None:
             for stream in (self._reader, self._writer, self.channel):
                 with contextlib.suppress(OSError):
                     stream.close()
             self.channel = None
+
+    def close(self) -> None:
+        """Closes our end of the socket; the zygote (and bubblewrap) ends when all are closed.
+
+        The process that started the zygote also waits for it, and kills it after 5 s.
+        """
+        self.hang_up()
         if self.process is not None:
             try:
                 self.process.wait(timeout=5)
@@ -429,6 +433,8 @@ def launch_zygotes(sandbox: Sandbox, limits: Limits, count: int) -> list[Zygote]
 
 def close_zygotes(zygotes: list[Zygote]) -> None:
     """Stops the zygotes and removes their folders."""
+    for kernels in zygotes:
+        kernels.hang_up()  # all at once: each then ends while the others are waited for
     for kernels in zygotes:
         kernels.close()
         remove_tree(kernels.run_dir)
