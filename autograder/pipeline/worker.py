@@ -75,6 +75,9 @@ class GradingWorker:
         sandbox: Sandbox | None = None,
         kernels: Zygote | None = None,
     ) -> None:
+        # As in the command line: nbgrader's gradebook warns about its own internals
+        # (SQLAlchemy autoflush) on every autograde, in every worker process.
+        warnings.filterwarnings("ignore", module="nbgrader")
         self.settings = settings
         self.folder = Path(tempfile.mkdtemp(prefix="autograder-worker-"))
         self.sandbox = sandbox or self._detect_sandbox()
@@ -195,8 +198,6 @@ def current_worker(settings: WorkerSettings) -> GradingWorker:
         if _worker is not None:
             _worker.settings = settings
         if _worker is None:
-            # As in the command line: nbgrader's gradebook warns about its own internals.
-            warnings.filterwarnings("ignore", module="nbgrader")
             install(GradingWorker(settings)).launch()
         return _worker
 
