@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import pickle
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import submissions_folder
-from autograder.course import Course, assignment_ids
+from autograder.course import REPO, Course, assignment_ids
 from autograder.pipeline.run import GradingResult, grade_class
 from tests.support.fixtures import PACKAGED_IN
 
 ASSIGNMENTS = assignment_ids()
+# Grading the class alone takes about five minutes on two idle cores.
+BACKGROUND_GRADING_TIMEOUT = 3600
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,17 +74,83 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return folders
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Runs the browser test last: it times a learner's Run All, on a machine left alone.
+
+    By then the class graded in the background (:func:`class_graded_in_the_background`)
+    is done, as is every other grading run of the suite.
+    """
+    browser = [item for item in items if item.path.name == "test_browser.py"]
+    items[:] = [item for item in items if item.path.name != "test_browser.py"] + browser
+
+
+@pytest.fixture(scope="session", autouse=True)
+def class_graded_in_the_background(
+    request: pytest.FixtureRequest, own_temporary_folder: Path
+) -> Iterator[subprocess.Popen | None]:
+    """Starts grading the class (``graded``) at once, in a process of its own, when a test needs it.
+
+    See ``tests/support/background_grading.py``: it takes the core that the tests in the
+    foreground leave idle, at a lower priority. A run that needs no ``graded`` starts
+    nothing.
+    """
+    if not any("graded" in item.fixturenames for item in request.session.items):
+        yield None
+        return
+    course: Course = request.getfixturevalue("built_course")
+    folders: dict[str, Path] = request.getfixturevalue("submissions")
+    work = own_temporary_folder / "background-grading"
+    (work / "tmp").mkdir(parents=True)
+    spec = {
+        "root": str(course.root),
+        "release": str(course.release),
+        "submissions": {assignment: str(folders[assignment]) for assignment in ASSIGNMENTS},
+    }
+    (work / "spec.json").write_text(json.dumps(spec))
+    with (work / "log.txt").open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.support.background_grading",
+                str(work / "spec.json"),
+                str(work / "results.pickle"),
+            ],
+            cwd=REPO,
+            env={**os.environ, "TMPDIR": str(work / "tmp")},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    request.config.background_grading = (process, work)
+    yield process
+    if process.poll() is None:  # the session ended early (a failure with -x, Ctrl-C)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @pytest.fixture(scope="session")
-def graded(built_course: Course, submissions: dict[str, Path]) -> dict[str, GradingResult]:
+def graded(
+    request: pytest.FixtureRequest, built_course: Course, submissions: dict[str, Path]
+) -> dict[str, GradingResult]:
     """Every assignment graded on its submissions, two students at a time, in the sandbox.
 
     Shared by the pipeline tests and the comparison with plain nbgrader: grading the
-    class is the slowest step of the suite, so it happens once.
+    class is the slowest step of the suite, so it happens once, started in the background
+    when the session began (:func:`class_graded_in_the_background`).
     """
-    return {
-        assignment: grade_class(built_course, assignment, submissions[assignment], jobs=2)
-        for assignment in ASSIGNMENTS
-    }
+    started = getattr(request.config, "background_grading", None)
+    if started is None:
+        return {
+            assignment: grade_class(built_course, assignment, submissions[assignment], jobs=2)
+            for assignment in ASSIGNMENTS
+        }
+    process, work = started
+    code = process.wait(timeout=BACKGROUND_GRADING_TIMEOUT)
+    log = (work / "log.txt").read_text(errors="replace")
+    assert code == 0, f"grading the class in the background failed ({code}):\n{log[-4000:]}"
+    return pickle.loads((work / "results.pickle").read_bytes())
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,55 @@
+"""Grades the session's class in a process of its own, at a lower priority, while tests run.
+
+Grading every fixture of every assignment is the suite's largest piece of work (about ten
+core-minutes), and most other tests leave one of two cores idle: the linter's, the
+helpers', the sandbox's. ``conftest.py`` starts this module at the beginning of a session
+that needs the ``graded`` fixture; the fixture waits for it. It runs at ``nice`` 10, so
+that the tests in the foreground keep the cores they use and it takes what they leave;
+its kernels' time limits (minutes) are far above what that costs a notebook.
+
+It grades exactly what the fixture used to grade in the test process: each assignment of
+``built_course`` on its ``submissions``, two students at a time, in the sandbox. Its
+temporary files go to a folder of its own, so that a test that looks for what its own
+grading left behind (``tests/test_adversarial.py``) does not see this run's live kernels.
+
+    python -m tests.support.background_grading SPEC OUTPUT
+
+``SPEC`` is a JSON file: ``{"root": ..., "release": ..., "submissions": {assignment:
+folder}}``; ``OUTPUT`` receives the pickled ``{assignment: GradingResult}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import warnings
+from pathlib import Path
+
+NICENESS = 10
+
+
+def main(argv: list[str]) -> int:
+    """Grades the class described by ``argv[0]`` and pickles the results to ``argv[1]``."""
+    spec_path, output = Path(argv[0]), Path(argv[1])
+    spec = json.loads(spec_path.read_text())
+    os.nice(NICENESS)  # inherited by its grading processes, zygotes and kernels
+    # As the command line does: nbgrader's gradebook warns about its own internals.
+    warnings.filterwarnings("ignore", module="nbgrader")
+    from autograder.course import Course
+    from autograder.pipeline.run import grade_class
+
+    course = Course.at(Path(spec["root"]), release=Path(spec["release"]))
+    results = {
+        assignment: grade_class(course, assignment, Path(folder), jobs=2)
+        for assignment, folder in spec["submissions"].items()
+    }
+    partial = output.with_suffix(".partial")
+    partial.write_bytes(pickle.dumps(results))
+    partial.replace(output)  # whole or absent: the waiting fixture never reads half
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
