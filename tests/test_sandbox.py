@@ -567,3 +567,29 @@ def test_grading_on_cuda_without_a_gpu_says_so(capsys, tmp_path):
 
     assert main(["grade", "01_leaf_tensors", str(tmp_path), "--device", "cuda"]) == 1
     assert "this machine has no NVIDIA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/autogroup").exists(), reason="no sched_autogroup on this kernel"
+)
+def test_a_niced_process_keeps_its_priority_in_the_session_it_begins():
+    # As a kernel does: setsid (a new scheduling group, at nice 0), then the helper.
+    from autograder.kernel.server import keep_priority_in_new_session
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.nice(7)
+            os.setsid()
+            before = Path("/proc/self/autogroup").read_text()
+            keep_priority_in_new_session()
+            after = Path("/proc/self/autogroup").read_text()
+            os.write(write, f"{before.split()[-1]} {after.split()[-1]}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    reply = os.read(read, 100).decode()
+    os.waitpid(pid, 0)
+    assert reply == "0 7"  # the new group started at nice 0; the helper gave it the 7

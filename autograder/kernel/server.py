@@ -108,6 +108,23 @@ def _set_limits(limits: dict[str, int], own_uid: bool) -> None:
         cap(resource.RLIMIT_NPROC, limits["processes"])
 
 
+def keep_priority_in_new_session() -> None:
+    """Gives this process's scheduling group its own ``nice``, after it began a session.
+
+    On Linux with ``sched_autogroup`` (the default of most distributions) every session is
+    a scheduling group of its own, and a new group starts at nice 0 whatever its process's
+    nice: a kernel that calls ``setsid`` (as every kernel here does, and bubblewrap's
+    ``--new-session``) would take a full share of the CPU even when the grader was started
+    with ``nice``. Where there is no autogroup, or the process is not niced, it does nothing.
+    """
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    if niceness <= 0:
+        return
+    # OSError: no autogroup here, or /proc not writable.
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as autogroup:
+        autogroup.write(str(niceness))
+
+
 def _reseed() -> None:
     # A fresh process draws new seeds; a fork would repeat the zygote's.
     import random
@@ -126,6 +143,7 @@ def _become_kernel(request: dict, channel_fds: tuple[int, ...]) -> None:
     code = 1
     try:
         os.setsid()
+        keep_priority_in_new_session()
         for fd in channel_fds:
             os.close(fd)
         null = os.open(os.devnull, os.O_RDWR)
@@ -368,6 +386,7 @@ def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:
         # kill(-1) and emptying /tmp are only safe inside bubblewrap, where the zygote
         # is pid 2 of a fresh pid namespace (bubblewrap's init is pid 1).
         raise SystemExit("zygote: --own-pid-namespace outside a fresh pid namespace")
+    keep_priority_in_new_session()  # bubblewrap's --new-session
     requests = os.fdopen(os.dup(0), "r")
     replies = os.fdopen(os.dup(1), "w")
     null = os.open(os.devnull, os.O_RDWR)

@@ -4,8 +4,9 @@ Grading every fixture of every assignment is the suite's largest piece of work (
 core-minutes), and most other tests leave one of two cores idle: the linter's, the
 helpers', the sandbox's. ``conftest.py`` starts this module at the beginning of a session
 that needs the ``graded`` fixture; the fixture waits for it. It runs at ``nice`` 10, so
-that the tests in the foreground keep the cores they use and it takes what they leave;
-its kernels' time limits (minutes) are far above what that costs a notebook.
+that the tests in the foreground keep the cores they use and it takes what they leave
+(its session's scheduling group too: see ``keep_priority_in_new_session``); its kernels'
+time limits (minutes) are far above what that costs a notebook.
 
 It grades exactly what the fixture used to grade in the test process: each assignment of
 ``built_course`` on its ``submissions``, two students at a time, in the sandbox. Its
@@ -35,6 +36,9 @@ def main(argv: list[str]) -> int:
     spec_path, output = Path(argv[0]), Path(argv[1])
     spec = json.loads(spec_path.read_text())
     os.nice(NICENESS)  # inherited by its grading processes, zygotes and kernels
+    from autograder.kernel.server import keep_priority_in_new_session
+
+    keep_priority_in_new_session()  # started in a session of its own (conftest.py)
     # As the command line does: nbgrader's gradebook warns about its own internals.
     warnings.filterwarnings("ignore", module="nbgrader")
     from autograder.course import Course
