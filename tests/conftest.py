@@ -20,7 +20,7 @@ import pytest
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import REPO, Course, assignment_ids
-from autograder.pipeline.run import GradingResult, grade_class
+from autograder.pipeline.run import GradingResult
 from tests.support.fixtures import PACKAGED_IN
 
 ASSIGNMENTS = assignment_ids()
@@ -87,7 +87,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def class_graded_in_the_background(
     request: pytest.FixtureRequest, own_temporary_folder: Path
-) -> Iterator[subprocess.Popen | None]:
+) -> Iterator[tuple[subprocess.Popen, Path] | None]:
     """Starts grading the class (``graded``) at once, in a process of its own, when a test needs it.
 
     See ``tests/support/background_grading.py``: it takes the core that the tests in the
@@ -122,8 +122,7 @@ def class_graded_in_the_background(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    request.config.background_grading = (process, work)
-    yield process
+    yield process, work
     if process.poll() is None:  # the session ended early (a failure with -x, Ctrl-C)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -132,21 +131,17 @@ def class_graded_in_the_background(
 
 @pytest.fixture(scope="session")
 def graded(
-    request: pytest.FixtureRequest, built_course: Course, submissions: dict[str, Path]
+    class_graded_in_the_background: tuple[subprocess.Popen, Path] | None,
 ) -> dict[str, GradingResult]:
     """Every assignment graded on its submissions, two students at a time, in the sandbox.
 
     Shared by the pipeline tests and the comparison with plain nbgrader: grading the
     class is the slowest step of the suite, so it happens once, started in the background
-    when the session began (:func:`class_graded_in_the_background`).
+    when the session began (:func:`class_graded_in_the_background`, which starts it
+    whenever a selected test needs this fixture).
     """
-    started = getattr(request.config, "background_grading", None)
-    if started is None:
-        return {
-            assignment: grade_class(built_course, assignment, submissions[assignment], jobs=2)
-            for assignment in ASSIGNMENTS
-        }
-    process, work = started
+    assert class_graded_in_the_background is not None, "the class was not being graded"
+    process, work = class_graded_in_the_background
     code = process.wait(timeout=BACKGROUND_GRADING_TIMEOUT)
     log = (work / "log.txt").read_text(errors="replace")
     assert code == 0, f"grading the class in the background failed ({code}):\n{log[-4000:]}"

@@ -45,6 +45,7 @@ def main(argv: list[str]) -> int:
     from autograder.pipeline.run import grade_class
 
     course = Course.at(Path(spec["root"]), release=Path(spec["release"]))
+    # Two students at a time, in the sandbox: what `make grade JOBS=2` does.
     results = {
         assignment: grade_class(course, assignment, Path(folder), jobs=2)
         for assignment, folder in spec["submissions"].items()
