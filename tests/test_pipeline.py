@@ -16,6 +16,7 @@ import pytest
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, assignment_ids
+from autograder.pipeline.autograde import failure_cause
 from autograder.pipeline.report import write_report
 from autograder.pipeline.run import (
     GradingResult,
@@ -357,3 +358,18 @@ def test_every_fixture_named_an_attack_on_the_grading_exists():
 
     names = {name for assignment in ASSIGNMENTS for name in load_wrong_answers(assignment)}
     assert names >= GRADER_ATTACKS
+
+
+def test_a_failed_autograde_is_reported_by_its_cause_not_nbgraders_summary():
+    """nbgrader ends every failure with the same exception; the CSV names the real one."""
+    summary = "Please see the the above traceback for details on the specific errors"
+    log = (
+        "[ERROR] Traceback (most recent call last):\n"
+        '      File "<hidden tests of q3-tests>", line 3, in hidden_cases\n'
+        "    NameError: name 'stream' is not defined\n"
+        f"[ERROR] {summary} on the above failures.\n"
+        "Traceback (most recent call last):\n"
+        f"nbgrader.converters.base.NbGraderException: {summary} on the above failures."
+    )
+    assert failure_cause(log) == "NameError: name 'stream' is not defined"
+    assert failure_cause("the kernel died\nno more") == "no more"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -166,6 +167,30 @@ def _last_lines(text: str, count: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
+# An exception's closing line in a traceback: "NameError: name 'x' is not defined".
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\b.*")
+# What nbgrader raises after any failure: it says nothing of the cause.
+_NBGRADER_SUMMARY = "Please see the the above traceback"
+
+
+def failure_cause(log: str) -> str:
+    """Returns the line of a failed autograde's log that says what failed.
+
+    nbgrader ends every failure with the same NbGraderException ("Please see the above
+    traceback"), so the last line says nothing; the cause is the last exception line
+    before it (a judge's NameError, a kernel that died). Falls back to the last line.
+
+    Args:
+        log: nbgrader's log of the run, with its error.
+    """
+    causes = [
+        line.strip()
+        for line in log.splitlines()
+        if _EXCEPTION_LINE.match(line) and _NBGRADER_SUMMARY not in line
+    ]
+    return causes[-1] if causes else _last_lines(log, 1)
+
+
 class Grader:
     """Grades students of one assignment one at a time, in this process, in a scratch course.
 
@@ -251,9 +276,10 @@ class Grader:
             graded = self.api.autograde(self.assignment, student_id, force=True, create=True)
             if not graded["success"]:
                 # The whole log goes to the grader's log; the CSV gets its last line.
-                log = graded.get("error") or graded["log"] or ""
+                # nbgrader's "error" is its last exception only; the cause is in the log.
+                log = "\n".join(part for part in (graded["log"], graded.get("error")) if part)
                 _log.error("autograde of %s failed:\n%s", student_id, log)
-                message = "autograde failed: " + one_line(_last_lines(log, 1), self.course)
+                message = "autograde failed: " + one_line(failure_cause(log), self.course)
                 failed = dataclasses.replace(submission, status=ERROR, message=message)
                 return GradedNotebook(failed, None, self.sandbox.describe())
             path = self.course.autograded_notebook(student_id, self.assignment)
