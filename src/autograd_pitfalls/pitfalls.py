@@ -189,6 +189,41 @@ _ALL = (
         "array's writes from autograd. Use `t.detach().cpu().numpy()` (or `t.numpy(force=True)`).",
         "03_data_vs_detach",
     ),
+    Pitfall(
+        "loss-not-reduced",
+        "backward() on a loss that is not one number",
+        "backward() with no argument needs a loss of one value. Reduce it as you mean it "
+        "(`.mean()`, as F.mse_loss does); backward(torch.ones_like(loss)) is the sum, a "
+        "gradient as many times larger as the loss has values.",
+        "06_debugging_clinic",
+    ),
+    Pitfall(
+        "grad-accumulates",
+        "gradients added up across steps",
+        "backward() adds to .grad. Call optimizer.zero_grad() (or model.zero_grad()) once "
+        "per step, before backward(); to accumulate on purpose, divide each part's loss by "
+        "the number of parts and zero once per step.",
+        "06_debugging_clinic",
+    ),
+    Pitfall(
+        "module-state-unregistered",
+        "a layer or tensor the module does not register",
+        "A layer built in forward() is new at every call: random, on the CPU, and never in "
+        "model.parameters(), so it never trains. A tensor kept as a plain attribute (or "
+        "layers in a plain list) stays behind when model.to(device) moves the module. Build "
+        "layers in __init__ (nn.ModuleList for lists) and keep tensors with "
+        "self.register_buffer(name, tensor).",
+        "06_debugging_clinic",
+    ),
+    Pitfall(
+        "hidden-state-carried",
+        "a hidden state carried across batches with its graph",
+        "The state computed in one batch still holds that batch's graph, which backward() "
+        "freed: backward() through it again fails, and retain_graph=True keeps every "
+        "batch's graph alive (and fails once the optimiser has changed the weights). Carry "
+        "h.detach() into the next batch.",
+        "06_debugging_clinic",
+    ),
 )
 
 PITFALLS: dict[str, Pitfall] = {pitfall.key: pitfall for pitfall in _ALL}

@@ -1,0 +1,1784 @@
+# %% [markdown]
+# # 06 · A debugging clinic: autograd errors in real training code
+#
+# Notebooks 01-05 took one pitfall at a time, in a few lines each.
+# In real code they come inside training scripts, mixed with other autograd errors, and a quick fix can silence the error and train nothing (section 2 shows one).
+# Each section here is a short training script as a learner would write it, broken; we run it, read the live error (or the silent symptom), find the cause, and fix it.
+#
+# **What you will learn**
+#
+# - "grad can be implicitly created only for scalar outputs": a loss that is not one number, what `backward(gradient=...)` computes, and why `torch.ones_like(loss)` is not the fix;
+# - "element 0 of tensors does not require grad and does not have a grad_fn": five ways to cut the graph, and why `loss.requires_grad_()` silences the error and trains nothing (plotted);
+# - `param.grad is None` after `backward()`, and an optimiser that updates nothing;
+# - a missing `zero_grad()` (plotted), and the gradient accumulation that does it on purpose;
+# - "Expected all tensors to be on the same device": a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind;
+# - "Trying to backward through the graph a second time": a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
+# - NaN in backward from `sqrt` at 0 and `log` of 0, found with anomaly mode and a gradient hook; `gradcheck` on a hand-written `autograd.Function`;
+# - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
+#
+# Run the cells from top to bottom.
+# The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+
+# %% nbgrader={"grade_id": "setup", "locked": true}
+import copy
+import inspect
+import itertools
+import weakref
+from typing import ClassVar
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 (the name every training script uses)
+
+from autograd_pitfalls import (
+    GPU,
+    TensorSeen,
+    devices,
+    diagnose,
+    draw,
+    expect_error,
+    expect_warning,
+    explain,
+    gpu_standin,
+    on_gpu,
+    probe_and_judge,
+    to_host,
+    track_inplace,
+)
+from autograd_pitfalls.lint import lint_source
+from autograd_pitfalls.walk import walk_graph
+
+print(f"torch {torch.__version__}")
+
+
+# %% [markdown]
+# ## 1. A loss that is not one number
+#
+# The data for the first scripts: 64 points, 3 features, targets from a known line plus noise.
+# A learner writes the squared error and calls `backward()`.
+
+
+# %%
+def regression_data(n: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns (inputs, targets): n points of 3 features and targets from a fixed line, plus noise."""
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(n, 3, generator=generator)
+    targets = inputs @ torch.tensor([[1.5], [-2.0], [0.5]]) + 0.3
+    return inputs, targets + 0.1 * torch.randn(n, 1, generator=generator)
+
+
+inputs, targets = regression_data()
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+optimizer.zero_grad()
+loss = (model(inputs) - targets) ** 2  # one squared error per point
+print("loss.shape:", tuple(loss.shape))
+with expect_error(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+    loss.backward()
+
+# %% [markdown]
+# `backward()` with no argument starts from `d loss / d loss = 1`, which only makes sense for a loss of one value.
+# For a tensor of 64 values, `loss.backward(gradient=g)` computes the gradient of `(g * loss).sum()`: a weighted sum of the 64 per-point gradients (a vector-Jacobian product).
+# So `loss.backward(torch.ones_like(loss))`, which makes the error go away, is `loss.sum().backward()`: 64 times the gradient of the mean squared error, which is what `F.mse_loss` (and the exercises below) use.
+
+
+# %%
+def weight_grad(backward) -> torch.Tensor:
+    """The weight's gradient after backward(loss) on the per-point squared errors of a fresh model."""
+    torch.manual_seed(0)
+    fresh = nn.Linear(3, 1)
+    backward((fresh(inputs) - targets) ** 2)
+    return fresh.weight.grad
+
+
+with_ones = weight_grad(lambda loss: loss.backward(torch.ones_like(loss)))
+of_sum = weight_grad(lambda loss: loss.sum().backward())
+of_mean = weight_grad(lambda loss: loss.mean().backward())
+of_mse = weight_grad(lambda loss: F.mse_loss(loss.sqrt(), torch.zeros_like(loss)).backward())
+print("ones_like:", with_ones.tolist())
+print("sum:      ", of_sum.tolist())
+print("mean x 64:", (64 * of_mean).tolist())
+assert torch.allclose(with_ones, of_sum) and torch.allclose(with_ones, 64 * of_mean)
+assert torch.allclose(of_mse, of_mean)  # F.mse_loss is the mean
+
+# %% [markdown]
+# A gradient 64 times larger is a learning rate 64 times larger: with the same `lr = 0.1`, the mean converges and the sum blows up.
+
+
+# %%
+def final_loss(reduce, steps: int = 20, lr: float = 0.1) -> float:
+    """Trains a fresh model on the data with reduce(per-point losses); returns the last mean loss."""
+    torch.manual_seed(0)
+    fresh = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(fresh.parameters(), lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        per_point = (fresh(inputs) - targets) ** 2
+        reduce(per_point).backward()
+        optimizer.step()
+    return F.mse_loss(fresh(inputs), targets).item()
+
+
+print(f"after 20 steps with mean(): {final_loss(torch.mean):.4f}")
+print(f"after 20 steps with sum():  {final_loss(torch.sum):.3g}")
+assert final_loss(torch.mean) < 0.1 and not final_loss(torch.sum) < 1e6
+
+# %% [markdown]
+# `backward(gradient=...)` is right when you mean a weighted sum, or when the tensor is an intermediate result whose gradient you already have (`torch.autograd.backward(h, grad_h)`).
+# Weights of `1 / n` give the mean's gradient exactly:
+
+# %%
+weighted = weight_grad(lambda loss: loss.backward(torch.full_like(loss, 1 / loss.numel())))
+assert torch.allclose(weighted, of_mean)
+print("gradient=1/n everywhere is the mean's gradient:", torch.allclose(weighted, of_mean))
+
+# %% [markdown]
+# The same error meets people who train on several GPUs with `nn.DataParallel` and return the loss from `forward`: each GPU's copy returns a 0-dim loss, and `DataParallel` gathers them into a vector, one value per GPU (with the warning below).
+# `backward()` on that vector raises the error of this section; `loss.mean().backward()` is the fix.
+# This machine may have no GPU to run it on, so here is the code of `DataParallel`'s gather that does it, from your PyTorch:
+
+# %%
+gather_lines = inspect.getsource(torch.nn.parallel._functions.Gather.forward).splitlines()
+start = next(i for i, line in enumerate(gather_lines) if "t.dim() == 0" in line)
+end = next(i for i, line in enumerate(gather_lines) if "unsqueezed_scalar = True" in line)
+print("\n".join(gather_lines[start : end + 1]))
+assert "t.view(1)" in gather_lines[start + 1] and "will instead unsqueeze" in "".join(gather_lines)
+
+# %% [markdown]
+# ## 2. "element 0 of tensors does not require grad": the graph was cut
+#
+# This error says that the loss has no `grad_fn`: nothing connects it to a tensor that requires grad.
+# Five ways learners cut the graph between the parameters and the loss, each live.
+# The script is always the same; only the line that computes the loss changes.
+
+
+# %%
+def cut_losses(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> dict:
+    """Five ways of computing the mean squared error that cut the graph."""
+    losses = {}
+    with torch.no_grad():  # code copied from an evaluation loop
+        losses["no_grad"] = F.mse_loss(model(inputs), targets)
+    losses["item"] = torch.tensor(F.mse_loss(model(inputs), targets).item())  # a Python float
+    predictions = model(inputs).detach().numpy()  # .numpy() needs .detach() first
+    losses["numpy"] = torch.from_numpy(((predictions - targets.numpy()) ** 2).mean(keepdims=True))
+    per_half = [
+        F.mse_loss(model(part), target)
+        for part, target in zip(inputs.chunk(2), targets.chunk(2), strict=True)
+    ]
+    losses["torch.tensor"] = torch.tensor(per_half).mean()  # notebook 04: copies the values
+    return losses
+
+
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+    losses = cut_losses(model, inputs, targets)
+for name, loss in losses.items():
+    print(
+        f"{name:13} loss = {loss.item():.4f}, requires_grad={loss.requires_grad}, grad_fn={loss.grad_fn}"
+    )
+    with expect_error(
+        RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"
+    ):
+        loss.backward()
+
+# %% [markdown]
+# The fifth way leaves the loss line alone: every parameter is frozen (say, to fine-tune a head that was never unfrozen).
+# Then no tensor in the graph requires grad, and the error is the same.
+
+# %%
+frozen = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+for parameter in frozen.parameters():
+    parameter.requires_grad_(False)
+with expect_error(
+    RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"
+):
+    F.mse_loss(frozen(inputs), targets).backward()
+
+# %% [markdown]
+# `diagnose` (notebook 01) finds a cut before you call `backward()`, and names the parameters the loss does not reach:
+
+# %%
+report = diagnose(losses["item"], params=model)
+print(report)
+assert report
+draw(losses["item"], names={"loss": losses["item"]})  # one box: an output cut off from any graph
+
+# %% [markdown]
+# ### The wrong fix: `loss.requires_grad_()`
+#
+# A tempting answer to this error is to make the loss require grad.
+# The error goes away: `loss` becomes a leaf of its own, `backward()` fills `loss.grad` and reaches nothing else.
+# The parameters get no gradient, `optimizer.step()` skips them, and the loss stays flat.
+
+
+# %%
+def train_losses(compute_loss, steps: int = 30, lr: float = 0.1) -> tuple[list[float], nn.Module]:
+    """Trains a fresh nn.Linear(3, 1) with compute_loss(model); returns the losses and the model."""
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    history = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = compute_loss(model)
+        loss.backward()
+        optimizer.step()
+        history.append(loss.item())
+    return history, model
+
+
+def silenced_loss(model: nn.Module) -> torch.Tensor:
+    loss = torch.tensor(F.mse_loss(model(inputs), targets).item())  # the cut of "item"
+    loss.requires_grad_()  # the error is gone
+    return loss
+
+
+silenced, silenced_model = train_losses(silenced_loss)
+fixed, fixed_model = train_losses(lambda model: F.mse_loss(model(inputs), targets))
+
+figure, axes = plt.subplots(figsize=(6, 2.6))
+axes.plot(silenced, label="loss.requires_grad_()", color="tab:red")
+axes.plot(fixed, label="F.mse_loss(model(inputs), targets)", color="tab:blue")
+axes.set_xlabel("step")
+axes.set_ylabel("training loss")
+axes.set_yscale("log")
+axes.legend(fontsize=8)
+figure.tight_layout()
+plt.show()
+
+print(
+    f"silenced: first loss {silenced[0]:.4f}, last {silenced[-1]:.4f}, weight.grad = {silenced_model.weight.grad}"
+)
+print(f"fixed:    first loss {fixed[0]:.4f}, last {fixed[-1]:.4f}")
+assert len(set(silenced)) == 1 and silenced_model.weight.grad is None
+assert fixed[-1] < fixed[0] / 10
+
+# %% [markdown]
+# The course's linter (`python -m autograd_pitfalls.lint`, or `%load_ext autograd_pitfalls.lint` in a notebook) flags the silencing line, and names the pitfall:
+
+# %%
+findings = lint_source(inspect.getsource(silenced_loss))
+for finding in findings:
+    print(f"line {finding.line}: {finding.code} {finding.message} [{finding.pitfall}]")
+assert [finding.code for finding in findings] == ["AGP160"]
+
+# %% [markdown]
+# The fix is never on the loss: find the line that cut the graph (`diagnose` names the parameters it cannot reach) and compute the loss from the model's output with tensor ops.
+# For the numpy version, compute the same thing with torch (`((predictions - targets) ** 2).mean()`); for a list of losses, `torch.stack(per_half).mean()` (notebook 04); unfreeze what must train.
+#
+# ## 3. `param.grad is None` after `backward()`
+#
+# `backward()` ran, no error, and a parameter has no gradient.
+# Three causes, each live.
+#
+# **A parameter the loss does not reach.** This model has a second head that the loss never uses (it was for another task).
+# Its parameters keep `grad = None`; `diagnose` names them before any `backward()`.
+
+
+# %%
+class TwoHeads(nn.Module):
+    """A shared body with two heads; the training loss below uses only the first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(3, 8)
+        self.main_head = nn.Linear(8, 1)
+        self.aux_head = nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.tanh(self.body(x))
+        return self.main_head(h), self.aux_head(h)
+
+
+torch.manual_seed(0)
+two_heads = TwoHeads()
+main, _ = two_heads(inputs)
+loss = F.mse_loss(main, targets)
+print(diagnose(loss, params=two_heads))
+loss.backward()
+no_grad_names = [name for name, p in two_heads.named_parameters() if p.grad is None]
+print("grad is None for:", no_grad_names)
+assert no_grad_names == ["aux_head.weight", "aux_head.bias"]
+
+# %% [markdown]
+# Harmless if you meant it (`optimizer.step()` skips a parameter whose `.grad` is None); a bug if the other head was meant to train.
+#
+# **An optimiser built before the model was rebuilt.** The optimiser keeps the Parameter objects it was given.
+# A script that builds the model again afterwards (after reading a config, or to restart a run) trains a model nobody uses:
+
+
+# %%
+def rebuilt_after_optimiser() -> tuple[torch.Tensor, torch.Tensor, bool]:
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model = nn.Linear(3, 1)  # rebuilt: the optimiser still holds the first one's parameters
+    weight_before = model.weight.detach().clone()
+    for _ in range(5):
+        optimizer.zero_grad()
+        F.mse_loss(model(inputs), targets).backward()
+        optimizer.step()
+    trained = any(p.grad is not None for group in optimizer.param_groups for p in group["params"])
+    return weight_before, model.weight.detach(), trained
+
+
+weight_before, weight_after, optimizer_saw_a_gradient = rebuilt_after_optimiser()
+print("weight changed by 5 steps:", not torch.equal(weight_before, weight_after))
+print("the optimiser's parameters got a gradient:", optimizer_saw_a_gradient)
+assert torch.equal(weight_before, weight_after) and not optimizer_saw_a_gradient
+
+# %% [markdown]
+# **A Parameter rebound after the optimiser was built** (notebook 01): `model.weight = nn.Parameter(...)` puts a new leaf in the model; the optimiser updates the old one.
+# The new weight gets its gradient at every step, and never moves.
+
+# %%
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.weight = nn.Parameter(model.weight.detach() * 0.5)  # "a smaller initialisation"
+weight_before = model.weight.detach().clone()
+for _ in range(5):
+    optimizer.zero_grad()
+    F.mse_loss(model(inputs), targets).backward()
+    optimizer.step()
+print(
+    "model.weight.grad:",
+    model.weight.grad.tolist(),
+    "| changed:",
+    not torch.equal(weight_before, model.weight.detach()),
+)
+assert model.weight.grad is not None and torch.equal(weight_before, model.weight.detach())
+
+# %% [markdown]
+# Rescale in place under `torch.no_grad()` instead (`model.weight.mul_(0.5)`), or build the optimiser after the last change to the model.
+#
+# The advice "build the optimiser after `model.to(device)`" is not needed in PyTorch 2.x by default: `Module.to()` keeps each Parameter object and changes what it holds, so the optimiser still holds the model's parameters.
+# (The two flags below switch on the other behaviour, new Parameters at each conversion; both are off by default.)
+
+# %%
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+weight_object = model.weight
+model.to(torch.float64)
+print(
+    "same Parameter after .to(float64):",
+    model.weight is weight_object,
+    "| the optimiser holds it:",
+    optimizer.param_groups[0]["params"][0] is model.weight,
+)
+print(
+    "overwrite on conversion:",
+    torch.__future__.get_overwrite_module_params_on_conversion(),
+    "| swap on conversion:",
+    torch.__future__.get_swap_module_params_on_conversion(),
+)
+assert model.weight is weight_object and optimizer.param_groups[0]["params"][0] is model.weight
+
+# %% [markdown]
+# ## 4. A missing `zero_grad()`
+#
+# `backward()` *adds* to `.grad`; it never replaces it.
+# Without `optimizer.zero_grad()` (or `model.zero_grad()`), step `k` uses the sum of the gradients of all steps so far.
+# Three `backward()` calls on the same loss give three times its gradient:
+
+# %%
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+for call in range(1, 4):
+    F.mse_loss(model(inputs), targets).backward()
+    print(
+        f"after backward() number {call}: weight.grad[0, 0] = {model.weight.grad[0, 0].item():.4f}"
+    )
+once = weight_grad(lambda loss: loss.mean().backward())
+assert torch.allclose(model.weight.grad, 3 * once)
+
+# %% [markdown]
+# There is no error; the loss still falls at first, then overshoots and swings, because the steps keep growing:
+
+
+# %%
+def losses_without_zero_grad(steps: int = 40, lr: float = 0.05) -> list[float]:
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    history = []
+    for _ in range(steps):
+        loss = F.mse_loss(model(inputs), targets)
+        loss.backward()  # no optimizer.zero_grad() before it
+        optimizer.step()
+        history.append(loss.item())
+    return history
+
+
+forgot = losses_without_zero_grad()
+zeroed, _ = train_losses(lambda model: F.mse_loss(model(inputs), targets), steps=40, lr=0.05)
+
+figure, axes = plt.subplots(figsize=(6, 2.6))
+axes.plot(forgot, label="no zero_grad()", color="tab:red")
+axes.plot(zeroed, label="optimizer.zero_grad() every step", color="tab:blue")
+axes.set_xlabel("step")
+axes.set_ylabel("training loss")
+axes.set_yscale("log")
+axes.legend(fontsize=8)
+figure.tight_layout()
+plt.show()
+
+print(f"last loss without zero_grad: {forgot[-1]:.3f} | with: {zeroed[-1]:.4f}")
+assert forgot[-1] > 10 * zeroed[-1]
+assert any(later > earlier for earlier, later in itertools.pairwise(forgot))  # it goes back up
+
+# %% [markdown]
+# Adding up gradients is also a technique: *gradient accumulation* runs several small batches, calls `backward()` on each, and steps once, to fit a large batch in memory.
+# It zeroes once per step, not once per batch, and divides each small batch's loss by their number, so the sum is the mean over the large batch.
+
+# %%
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+model.zero_grad()
+for part, target in zip(inputs.chunk(4), targets.chunk(4), strict=True):
+    (F.mse_loss(model(part), target) / 4).backward()  # four batches of 16
+accumulated = model.weight.grad.clone()
+model.zero_grad()
+F.mse_loss(model(inputs), targets).backward()  # one batch of 64
+print(
+    "accumulated:", accumulated[0, :2].tolist(), "| full batch:", model.weight.grad[0, :2].tolist()
+)
+assert torch.allclose(accumulated, model.weight.grad, atol=1e-6)
+
+# %% [markdown]
+# ### Exercise 1 — make this script train (3 points)
+#
+# Here is the script of sections 1, 2 and 4 as one learner wrote it.
+# Its first error was "grad can be implicitly created only for scalar outputs", its second "element 0 of tensors does not require grad"; each was "fixed" the way this notebook warned against, and a third bug never raised anything.
+# Run it: no error, and no parameter moves.
+
+
+# %%
+def train_buggy(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, steps: int, lr: float
+) -> list[float]:
+    """Buggy: full-batch SGD on the mean squared error; returns the losses."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        errors = (model(inputs) - targets) ** 2
+        loss = torch.tensor(errors.mean().item())  # "backward() wants one number"
+        loss.requires_grad_()  # "element 0 of tensors does not require grad"
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+torch.manual_seed(0)
+buggy_model = nn.Linear(3, 1)
+weight_before = buggy_model.weight.detach().clone()
+buggy_losses = train_buggy(buggy_model, inputs, targets, steps=5, lr=0.1)
+print("losses:", [round(value, 4) for value in buggy_losses])
+print("weight moved:", not torch.equal(weight_before, buggy_model.weight.detach()))
+assert len(set(buggy_losses)) == 1 and torch.equal(weight_before, buggy_model.weight.detach())
+
+# %% [markdown]
+# Write `train(model, inputs, targets, steps, lr)`, a fixed copy: `steps` steps of full-batch gradient descent with `torch.optim.SGD(model.parameters(), lr=lr)` (no momentum, no weight decay) on the mean squared error `mean((model(inputs) - targets) ** 2)`, the mean over every element.
+# Each step must use that step's gradients only (not added to the previous steps').
+# Train the caller's `model`, in place, and return the list of the `steps` losses as Python floats, each the loss computed before its step's update.
+#
+# For `nn.Linear(1, 1)` with weight 1 and bias 0, `inputs = [[1]]`, `targets = [[3]]`, `steps = 2` and `lr = 0.1`: the first loss is `(1 − 3)² = 4` and the gradients are `2 · (1 − 3) = −4` for both, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44`, so `w = 1.64`, `b = 0.64` at the end, and the result is `[4.0, 1.44]`.
+# The tests train models you have not seen (several layers, sizes, float32 and float64, learning rates) on data you have not seen, compare every loss and parameter with what this computation gives, and run your function on the course's stand-in for a GPU.
+
+
+# %% nbgrader={"grade_id": "q1-answer", "solution": true}
+def train(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, steps: int, lr: float
+) -> list[float]:
+    """Trains model in place with full-batch SGD on the mean squared error.
+
+    Args:
+        model: The model to train (its parameters are updated in place).
+        inputs: The inputs, one row per example.
+        targets: The targets, the shape of model(inputs).
+        steps: The number of steps.
+        lr: The learning rate.
+
+    Returns:
+        The loss of each step, before its update, as Python floats.
+    """
+    ### BEGIN SOLUTION
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = ((model(inputs) - targets) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 3}
+"""Checks train on the example: the losses, the parameters, on every device."""
+for device in devices():
+    model = nn.Linear(1, 1).to(device)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+        model.bias.zero_()
+    example = (torch.tensor([[1.0]], device=device), torch.tensor([[3.0]], device=device))
+    result = train(model, *example, steps=2, lr=0.1)
+    assert isinstance(result, list) and all(type(value) is float for value in result), (
+        f"train should return a list of Python floats, got {result!r}"
+    )
+    assert len(result) == 2 and abs(result[0] - 4.0) < 1e-5 and abs(result[1] - 1.44) < 1e-5, (
+        f"the losses should be [4.0, 1.44], got {result}"
+    )
+    assert abs(model.weight.item() - 1.64) < 1e-5 and abs(model.bias.item() - 0.64) < 1e-5, (
+        f"after two steps the weight should be 1.64 and the bias 0.64, got "
+        f"{model.weight.item():.4f} and {model.bias.item():.4f}. " + explain("grad-accumulates")
+    )
+
+
+### BEGIN HIDDEN TESTS
+def hidden_cases(rng):
+    """The example, then small networks (Linear, Tanh, Linear) on data drawn from rng."""
+    cases = [
+        {"layers": [(torch.tensor([[1.0]]), torch.tensor([0.0]))],
+         "inputs": torch.tensor([[1.0]]), "targets": torch.tensor([[3.0]]),
+         "steps": 2, "lr": 0.1, "dtype": torch.float32}
+    ]  # fmt: skip
+    for n_in, hidden, n_out, rows, steps, lr, dtype in [
+        (3, 5, 1, 16, 4, 0.1, torch.float32),
+        (4, 6, 2, 9, 6, 0.05, torch.float64),
+        (2, 3, 3, 25, 3, 0.2, torch.float32),
+    ]:
+        layers = [
+            (torch.randn(hidden, n_in, generator=rng) / n_in**0.5, torch.randn(hidden, generator=rng) * 0.1),
+            (torch.randn(n_out, hidden, generator=rng) / hidden**0.5, torch.randn(n_out, generator=rng) * 0.1),
+        ]  # fmt: skip
+        inputs = torch.randn(rows, n_in, generator=rng)
+        targets = torch.randn(rows, n_out, generator=rng)
+        cases.append({"layers": layers, "inputs": inputs, "targets": targets, "steps": steps,
+                      "lr": lr, "dtype": dtype})  # fmt: skip
+    return cases
+
+
+def case_model(case) -> nn.Module:
+    """The case's network with its parameters: one Linear, or Linear, Tanh, Linear."""
+    linears = [nn.Linear(weight.shape[1], weight.shape[0]) for weight, _ in case["layers"]]
+    with torch.no_grad():
+        for linear, (weight, bias) in zip(linears, case["layers"], strict=True):
+            linear.weight.copy_(weight)
+            linear.bias.copy_(bias)
+    model = linears[0] if len(linears) == 1 else nn.Sequential(linears[0], nn.Tanh(), linears[1])
+    return model.to(case["dtype"])
+
+
+def train_and_report(model, inputs, targets, steps, lr):
+    """Calls train; returns what it returned, the model's parameters and whether they are the same objects."""
+    parameters = list(model.parameters())
+    result = train(model, inputs, targets, steps, lr)
+    now = list(model.parameters())
+    same = len(now) == len(parameters) and all(p is q for p, q in zip(now, parameters, strict=True))
+    result = list(result) if isinstance(result, list | tuple) else result
+    return {"result": result, "parameters": dict(model.named_parameters()), "same_parameters": same}
+
+
+def observe(case):
+    """Runs train on every device and on the GPU stand-in; the losses and parameters after."""
+    seen = {}
+    data = (case["inputs"].to(case["dtype"]), case["targets"].to(case["dtype"]))
+    for device in devices():
+        seen[device.type] = train_and_report(
+            case_model(case).to(device), *(t.to(device) for t in data), case["steps"], case["lr"]
+        )
+    try:
+        seen["gpu"] = on_gpu(
+            train_and_report, case_model(case), *data, case["steps"], case["lr"], name="train(...)"
+        )
+    except AssertionError as error:
+        seen["gpu"] = str(error)
+    return seen
+
+
+### BEGIN JUDGE
+def sgd_variant(case, reduce="mean", accumulate=False):
+    """Full-batch SGD on the case, in the grader's process: the intended run with the defaults,
+    else a known wrong one (the sum of the squared errors; gradients never zeroed).
+
+    Returns:
+        The losses (before each update) and the parameters at the end, by name.
+    """
+    model = case_model(case)
+    inputs, targets = case["inputs"].to(case["dtype"]), case["targets"].to(case["dtype"])
+    parameters = list(model.parameters())
+    running = [torch.zeros_like(p) for p in parameters]
+    losses = []
+    for _ in range(case["steps"]):
+        errors = (model(inputs) - targets) ** 2
+        loss = errors.mean() if reduce == "mean" else errors.sum()
+        grads = torch.autograd.grad(loss, parameters)
+        running = [r + g for r, g in zip(running, grads, strict=True)] if accumulate else grads
+        with torch.no_grad():
+            for p, g in zip(parameters, running, strict=True):
+                p -= case["lr"] * g
+        losses.append(errors.mean().item())
+    return losses, {name: p.detach() for name, p in model.named_parameters()}
+
+
+def why_parameters_differ(parameters, case) -> str:
+    """Names the known mistake the parameters match, if any."""
+    for variant, reason in [
+        ({"accumulate": True}, explain("grad-accumulates")),
+        ({"reduce": "sum"}, explain("loss-not-reduced")),
+    ]:
+        _, wrong = sgd_variant(case, **variant)
+        if all(torch.allclose(parameters[name].values, wrong[name], rtol=1e-4, atol=1e-5)
+               for name in wrong):  # fmt: skip
+            return reason
+    return "Each step: zero the gradients, then backward() of the mean, then step()."
+
+
+def judge(seen, case):
+    """Losses and parameters against the intended SGD, on every device and the stand-in."""
+    initial = {name: p.detach().clone() for name, p in case_model(case).named_parameters()}
+    expected, reference = sgd_variant(case)
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        where = "on the GPU stand-in" if device == "gpu" else f"on {device}"
+        assert not isinstance(run, str), run  # on_gpu's message: the wrong-device pitfall
+        result = run["result"]
+        assert isinstance(result, list) and all(type(value) is float for value in result), (
+            "train should return a list of Python floats (loss.item())"
+        )
+        assert len(result) == case["steps"], (
+            f"train should return {case['steps']} losses, got {len(result)}"
+        )
+        assert run["same_parameters"], "train the caller's model in place: keep its parameters"
+        parameters = run["parameters"]
+        assert set(parameters) == set(initial), "train should not add or remove parameters"
+        assert all(
+            isinstance(p, TensorSeen) and p.values is not None for p in parameters.values()
+        ), "the model's parameters should stay tensors"
+        assert any(
+            not torch.equal(parameters[name].values, initial[name].to(parameters[name].dtype))
+            for name in initial
+        ), f"no parameter moved {where}. " + explain("grad-never-reached")
+        for name, value in reference.items():
+            p = parameters[name]
+            assert p.dtype == case["dtype"], f"{name} should stay {case['dtype']}, is {p.dtype}"
+            assert torch.allclose(p.values, value, rtol=1e-4, atol=1e-5), (
+                f"{name} after training {where} differs from full-batch SGD on the mean squared "
+                "error. " + why_parameters_differ(parameters, case)
+            )
+        for step, (value, truth) in enumerate(zip(result, expected, strict=True)):
+            assert abs(value - truth) <= 1e-4 * abs(truth) + 1e-5, (
+                f"the loss of step {step} should be {truth:.6f}, got {value:.6f}: the mean of the "
+                "squared errors, computed before that step's update"
+            )
+
+
+### END JUDGE
+probe_and_judge("q1", hidden_cases, observe, judge)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. A layer built inside `forward`, and a tensor that `.to(device)` leaves behind
+#
+# "Expected all tensors to be on the same device" can come from the model's code rather than the training loop: something the module does not register.
+# Here is a scorer as a learner wrote it: a hidden layer, a fixed scale per hidden unit, and an output layer whose input size is "only known in `forward`".
+
+
+# %%
+class Scorer(nn.Module):
+    """Buggy: scores each row of x with a hidden layer, a fixed per-unit scale and a head."""
+
+    def __init__(self, features: int, hidden: int) -> None:
+        super().__init__()
+        self.body = nn.Linear(features, hidden)
+        self.scale = torch.linspace(0.5, 1.5, hidden)  # a plain attribute
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.body(x)) * self.scale
+        head = nn.Linear(h.shape[1], 1)  # built at every call
+        return head(h).squeeze(1)
+
+
+# %% [markdown]
+# On the CPU it runs, and two things are already wrong.
+# The head is a new, randomly initialised layer at every call, so the same input gets another score each time; and it is not in `model.parameters()` (nor in `state_dict()`), so no optimiser ever trains it and no checkpoint saves it.
+
+# %%
+torch.manual_seed(0)
+scorer = Scorer(3, 4)
+x = torch.randn(5, 3)
+print("two calls, same input, equal scores:", torch.equal(scorer(x), scorer(x)))
+print("parameters:", [name for name, _ in scorer.named_parameters()])
+print("state_dict:", list(scorer.state_dict()))
+assert not torch.equal(scorer(x), scorer(x))
+assert [name for name, _ in scorer.named_parameters()] == ["body.weight", "body.bias"]
+
+# %% [markdown]
+# On a GPU it fails.
+# This notebook runs it on the course's stand-in for a GPU (a CPU device named `gpu` that refuses what CUDA refuses; on CUDA the message names `cuda:0`).
+# `model.to(device)` moves what the module registered: parameters, buffers and submodules.
+# `self.scale` is none of them, so it stays on the CPU, and so does the head built in `forward` from `nn.Linear`'s CPU default.
+
+# %%
+with gpu_standin():
+    scorer_on_gpu = Scorer(3, 4).to("cuda")  # "cuda" means the stand-in here
+    print("body.weight:", scorer_on_gpu.body.weight.device, "| scale:", scorer_on_gpu.scale.device)
+    with expect_error(RuntimeError, match="Expected all tensors to be on the same device"):
+        scorer_on_gpu(x.to("cuda"))
+assert scorer_on_gpu.scale.device.type == "cpu"
+
+# %% [markdown]
+# The fixes that make the error go away one line at a time are not enough: `self.scale.to(x.device)` in `forward` copies the scale to the GPU at every call, and `nn.Linear(...).to(x.device)` in `forward` runs on the GPU, still random at every call, still never trained.
+# The fix is to let the module own them:
+#
+# - a layer goes in `__init__` (its sizes are known there: the hidden size is an argument); a list of layers goes in `nn.ModuleList`, since a plain Python list registers nothing;
+# - a tensor that is state but not trained goes in a *buffer*, `self.register_buffer("scale", tensor)`: `.to()` moves and converts it with the parameters, and `state_dict()` saves it (`persistent=False` leaves it out of the checkpoint).
+#
+# A small module with both, moved to the stand-in and converted to float64:
+
+
+# %%
+class Standardise(nn.Module):
+    """Subtracts a fixed mean and divides by a fixed std, then applies a stack of layers."""
+
+    def __init__(self, mean: torch.Tensor, std: torch.Tensor, sizes: list[int]) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std, persistent=False)
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(sizes))
+        self.plain_list = [nn.Linear(sizes[0], sizes[0])]  # registers nothing
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = (x - self.mean) / self.std
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        return x
+
+
+standardise = Standardise(torch.zeros(3), torch.ones(3), [3, 4, 2])
+print("parameters:", [name for name, _ in standardise.named_parameters()])
+print(
+    "buffers:",
+    [name for name, _ in standardise.named_buffers()],
+    "| state_dict:",
+    list(standardise.state_dict()),
+)
+with gpu_standin():
+    standardise.to("cuda", torch.float64)
+    print(
+        "mean:",
+        standardise.mean.device,
+        standardise.mean.dtype,
+        "| layers.0.weight:",
+        standardise.layers[0].weight.device,
+    )
+    print(
+        "the plain list's layer:",
+        standardise.plain_list[0].weight.device,
+        standardise.plain_list[0].weight.dtype,
+    )
+    output = standardise(x.to("cuda", torch.float64))
+print("output:", output.device, output.dtype, tuple(output.shape))
+assert standardise.std.device == GPU and standardise.std.dtype == torch.float64
+assert standardise.plain_list[0].weight.device.type == "cpu"
+assert "std" not in standardise.state_dict() and "mean" in standardise.state_dict()
+
+# %% [markdown]
+# ### Exercise 2 — register what the module owns (3 points)
+#
+# Write `FixedScorer(features, hidden)`, the scorer of this section fixed:
+#
+# - `self.body = nn.Linear(features, hidden)`;
+# - `self.scale`, the tensor `torch.linspace(0.5, 1.5, hidden)`, kept so that `.to()` moves and converts it with the parameters, and not trained;
+# - `self.head = nn.Linear(hidden, 1)`, built once, in `__init__`;
+# - `forward(x)` returns `self.head(torch.relu(self.body(x)) * self.scale).squeeze(1)`, one score per row of `x`.
+#
+# The trainable parameters are then exactly `body.weight`, `body.bias`, `head.weight` and `head.bias`.
+# The tests build your module with other sizes, move it with `.to()` to the GPU stand-in and to float64, compare its scores with this formula on inputs you have not seen, and train it a few steps with SGD: every trainable parameter must move, and `scale` must not.
+
+
+# %% nbgrader={"grade_id": "q2-answer", "solution": true}
+class FixedScorer(nn.Module):
+    """Scores each row of x: relu(body(x)) * scale, then a linear head; all registered."""
+
+    def __init__(self, features: int, hidden: int) -> None:
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.body = nn.Linear(features, hidden)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, hidden))
+        self.head = nn.Linear(hidden, 1)
+        ### END SOLUTION
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Returns one score per row of x, shape (batch,)."""
+        ### BEGIN SOLUTION
+        return self.head(torch.relu(self.body(x)) * self.scale).squeeze(1)
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
+"""Checks FixedScorer: what it registers, its scores, and that it follows .to() to the GPU stand-in."""
+torch.manual_seed(0)
+fixed_scorer = FixedScorer(3, 4)
+trainable = sorted(name for name, p in fixed_scorer.named_parameters() if p.requires_grad)
+assert trainable == ["body.bias", "body.weight", "head.bias", "head.weight"], (
+    f"the trainable parameters should be body.weight, body.bias, head.weight, head.bias; got "
+    f"{trainable}. " + explain("module-state-unregistered")
+)
+x = torch.randn(5, 3)
+expected = fixed_scorer.head(torch.relu(fixed_scorer.body(x)) * torch.linspace(0.5, 1.5, 4))
+assert torch.allclose(fixed_scorer(x), expected.squeeze(1)), "the scores differ from the formula"
+with gpu_standin():
+    fixed_scorer.to("cuda")
+    assert fixed_scorer.scale.device == GPU, "model.to(device) left scale on the CPU. " + explain(
+        "module-state-unregistered"
+    )
+    scores = on_gpu(fixed_scorer, x, name="FixedScorer(...)(x)")
+assert torch.allclose(to_host(scores), expected.squeeze(1).detach()), "the scores differ on the GPU"
+
+
+### BEGIN HIDDEN TESTS
+def hidden_cases(rng):
+    """Sizes, batches and dtypes; inputs and targets drawn from rng; a seed for the initialisation."""
+    cases = []
+    for features, hidden, rows, dtype in [
+        (3, 4, 5, torch.float32),
+        (5, 7, 9, torch.float64),
+        (2, 3, 1, torch.float32),
+    ]:
+        cases.append({
+            "features": features, "hidden": hidden, "dtype": dtype,
+            "seed": int(torch.randint(2**31, (1,), generator=rng)),
+            "x": torch.randn(rows, features, generator=rng),
+            "targets": torch.randn(rows, generator=rng),
+        })  # fmt: skip
+    return cases
+
+
+def scorer_run(model, x, targets, steps=3, lr=0.1):
+    """Scores x twice, trains model `steps` SGD steps on the squared error; reports what it saw."""
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    scale_before = getattr(model, "scale", None)
+    scale_before = (
+        scale_before.detach().clone() if isinstance(scale_before, torch.Tensor) else scale_before
+    )
+    scores, again = model(x), model(x)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(trainable, lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        ((model(x) - targets) ** 2).mean().backward()
+        optimizer.step()
+    return {
+        "before": before,
+        "trainable": sorted(name for name, p in model.named_parameters() if p.requires_grad),
+        "scores": scores, "again": again, "scale_before": scale_before,
+        "scale_after": getattr(model, "scale", None), "after": dict(model.named_parameters()),
+        "buffers": [name for name, _ in model.named_buffers()],
+    }  # fmt: skip
+
+
+def observe(case):
+    """Builds FixedScorer; runs it on the CPU in the case's dtype, then on the GPU stand-in."""
+    torch.manual_seed(case["seed"])
+    model = FixedScorer(case["features"], case["hidden"]).to(case["dtype"])
+    data = (case["x"].to(case["dtype"]), case["targets"].to(case["dtype"]))
+    seen = {"cpu": scorer_run(model, *data)}
+    torch.manual_seed(case["seed"])
+    model = FixedScorer(case["features"], case["hidden"])
+    try:
+        with gpu_standin():
+            model = model.to("cuda", case["dtype"])
+            seen["moved_scale"] = getattr(model, "scale", None)
+        seen["gpu"] = on_gpu(scorer_run, model, *data, name="FixedScorer")
+    except AssertionError as error:
+        seen["gpu"] = str(error)
+    return seen
+
+
+### BEGIN JUDGE
+def reference_scores(parameters, scale, x):
+    """The exercise's formula, from the parameters the probe saw."""
+    h = torch.relu(x @ parameters["body.weight"].T + parameters["body.bias"]) * scale
+    return (h @ parameters["head.weight"].T + parameters["head.bias"]).squeeze(1)
+
+
+def judge(seen, case):
+    """Registered parameters and scale; the scores; SGD moves every parameter, not scale."""
+    dtype = case["dtype"]
+    scale = torch.linspace(0.5, 1.5, case["hidden"], dtype=dtype)
+    x, targets = case["x"].to(dtype), case["targets"].to(dtype)
+    wanted = ["body.bias", "body.weight", "head.bias", "head.weight"]
+    moved = seen["moved_scale"]
+    assert isinstance(moved, TensorSeen) and moved.device_type == "gpu" and moved.dtype == dtype, (
+        f"after model.to(device, {dtype}), scale should be on that device and {dtype}. "
+        + explain("module-state-unregistered")
+    )
+    for device in ("cpu", "gpu"):
+        run = seen[device]
+        assert not isinstance(run, str), run + "\n" + explain("module-state-unregistered")
+        assert run["trainable"] == wanted, (
+            f"the trainable parameters should be {wanted}, got {run['trainable']}. "
+            + explain("module-state-unregistered")
+        )
+        before = {name: run["before"][name].values for name in wanted}  # not a frozen scale
+        assert all(before[name].dtype == dtype for name in wanted), (
+            f"the parameters should be {dtype}"
+        )
+        expected = reference_scores(before, scale, x)
+        for key in ("scores", "again"):
+            scores = run[key]
+            assert isinstance(scores, TensorSeen) and scores.shape == (len(x),), (
+                f"forward(x) should return one score per row, shape ({len(x)},)"
+            )
+            assert scores.device_type == device, explain("wrong-device")
+            assert torch.allclose(scores.values, expected, rtol=1e-4, atol=1e-6), (
+                "the scores differ from head(relu(body(x)) * scale).squeeze(1)"
+                + (
+                    " (a layer built in forward() is new at every call). "
+                    if key == "again"
+                    else ". "
+                )
+                + explain("module-state-unregistered")
+            )
+        for key in ("scale_before", "scale_after"):
+            assert isinstance(run[key], TensorSeen) and torch.allclose(run[key].values, scale), (
+                "scale should be torch.linspace(0.5, 1.5, hidden), and not trained"
+            )
+        reference = {name: value.clone().requires_grad_() for name, value in before.items()}
+        for _ in range(3):
+            loss = ((reference_scores(reference, scale, x) - targets) ** 2).mean()
+            grads = torch.autograd.grad(loss, list(reference.values()))
+            with torch.no_grad():
+                for value, grad in zip(reference.values(), grads, strict=True):
+                    value -= 0.1 * grad
+        for name in wanted:
+            after, expected_after = run["after"][name].values, reference[name].detach()
+            if torch.equal(after, before[name]) and not torch.equal(expected_after, before[name]):
+                raise AssertionError(
+                    f"{name} did not move in three SGD steps: it is not trained. "
+                    + explain("module-state-unregistered")
+                )
+            assert torch.allclose(after, expected_after, rtol=1e-4, atol=1e-6), (
+                f"{name} after three SGD steps differs from the formula's. "
+                + explain("module-state-unregistered")
+            )
+
+
+### END JUDGE
+probe_and_judge("q2", hidden_cases, observe, judge)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. A recurrent state carried across batches
+#
+# A character-level language model reads a long stream in chunks of a few steps (truncated backpropagation through time).
+# To remember across chunks, it carries its hidden state `h` from one chunk into the next.
+
+
+# %%
+class CharRNN(nn.Module):
+    """An embedding, an RNN cell and a linear head: logits for the next token at every step."""
+
+    def __init__(self, vocab: int, hidden: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.cell = nn.RNNCell(hidden, hidden)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(
+        self, tokens: torch.Tensor, h: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns the logits, shape (batch, steps, vocab), and the last hidden state."""
+        logits = []
+        for t in range(tokens.shape[1]):
+            h = self.cell(self.embedding(tokens[:, t]), h)
+            logits.append(self.head(h))
+        return torch.stack(logits, dim=1), h
+
+
+def stream_chunks(stream: torch.Tensor, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Cuts token streams (batch, n) into (inputs, targets) chunks; targets are the next tokens."""
+    return [
+        (stream[:, i : i + length], stream[:, i + 1 : i + length + 1])
+        for i in range(0, stream.shape[1] - length, length)
+    ]
+
+
+stream = torch.tensor([[0, 1, 2, 3, 4] * 8, [4, 3, 2, 1, 0] * 8])  # two streams of 40 tokens
+chunks = stream_chunks(stream, 4)
+
+
+def train_lm_buggy(model: CharRNN, chunks: list, lr: float) -> list[float]:
+    """Buggy: one pass of SGD over the chunks, the hidden state carried from chunk to chunk."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    h = torch.zeros(chunks[0][0].shape[0], model.cell.hidden_size)
+    losses = []
+    for inputs, targets in chunks:
+        optimizer.zero_grad()
+        logits, h = model(inputs, h)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+torch.manual_seed(0)
+with expect_error(RuntimeError, match="Trying to backward through the graph a second time"):
+    train_lm_buggy(CharRNN(5, 4), chunks, lr=0.5)
+
+# %% [markdown]
+# The first chunk's `backward()` works (the cell below does it again); the second's fails.
+# `h` came out of the first chunk's graph, so the second chunk's graph goes on below it, into the first chunk's nodes, whose saved tensors the first `backward()` freed.
+# The graph of the second chunk's loss (one step per chunk, and only the saved tensors named `result`, each `tanh`'s output and the log-softmax's, to fit the page) shows them: the grey dashed box is a saved tensor already freed, below the first chunk's `TanhBackward0`.
+
+# %%
+torch.manual_seed(0)
+rnn = CharRNN(5, 4)
+h = torch.zeros(2, 4)
+for number, (chunk_tokens, next_tokens) in enumerate(chunks[:2]):
+    logits, h = rnn(chunk_tokens[:, :1], h)
+    loss = F.cross_entropy(logits.flatten(0, 1), next_tokens[:, :1].flatten())
+    if number == 0:
+        loss.backward()
+freed = [saved for node in walk_graph(loss).nodes for saved in node.saved if saved.state == "freed"]
+print("saved tensors already freed below the second loss:", len(freed))
+assert freed
+draw(loss, names={"loss": loss}, saved={"result"})
+
+# %% [markdown]
+# The error's own advice, `retain_graph=True`, is the wrong fix here.
+# The next chunk's `backward()` would then go back through every earlier chunk, but the optimiser has changed the weights in place since those chunks saved them, so it fails with notebook 02's error:
+
+
+# %%
+def train_lm_retained(model: CharRNN, chunks: list, lr: float) -> list[float]:
+    """train_lm_buggy with retain_graph=True."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    h = torch.zeros(chunks[0][0].shape[0], model.cell.hidden_size)
+    losses = []
+    for inputs, targets in chunks:
+        optimizer.zero_grad()
+        logits, h = model(inputs, h)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        loss.backward(retain_graph=True)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+torch.manual_seed(0)
+with expect_error(RuntimeError, match="modified by an inplace operation"):
+    train_lm_retained(CharRNN(5, 4), chunks, lr=0.5)
+
+# %% [markdown]
+# Where no step comes between the chunks (gradients accumulated over the whole stream, one step at the end, or a loop that only evaluates gradients), `retain_graph=True` raises nothing, and every chunk's graph stays alive: each `backward()` goes back through all the earlier chunks again, and the memory held by saved tensors grows with every chunk.
+# Below, that memory is measured with `torch.autograd.graph.saved_tensors_hooks`, which sees every tensor a node saves: the distinct storages still alive, after each chunk's `backward()`, on a longer stream.
+
+
+# %%
+class Saved:
+    """What a pack hook keeps for each tensor a node saves: alive exactly as long as the graph."""
+
+    alive: ClassVar[weakref.WeakSet] = weakref.WeakSet()
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor.detach()  # no grad_fn: keeping it creates no reference cycle
+        Saved.alive.add(self)
+
+    def unpack(self) -> torch.Tensor:
+        return self.tensor
+
+
+def saved_memory_per_chunk(carry, n_chunks: int = 20) -> list[float]:
+    """KiB held by tensors saved for backward after each chunk's backward(); carry(h) goes on."""
+    torch.manual_seed(0)
+    model = CharRNN(5, 32)
+    long_stream = torch.randint(5, (8, n_chunks * 8 + 1))
+    h = torch.zeros(8, 32)
+    held = []
+    with torch.autograd.graph.saved_tensors_hooks(Saved, Saved.unpack):
+        for inputs, targets in stream_chunks(long_stream, 8):
+            logits, h = model(inputs, carry(h))
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+            loss.backward(retain_graph=True)
+            storages = {
+                saved.tensor.untyped_storage().data_ptr(): saved.tensor.untyped_storage().nbytes()
+                for saved in list(Saved.alive)
+            }
+            held.append(sum(storages.values()) / 1024)
+    return held
+
+
+carried = saved_memory_per_chunk(lambda h: h)
+detached = saved_memory_per_chunk(lambda h: h.detach())
+
+figure, axes = plt.subplots(figsize=(6, 2.6))
+axes.plot(range(1, 21), carried, label="h carried, retain_graph=True", color="tab:red")
+axes.plot(range(1, 21), detached, label="h.detach() carried", color="tab:blue")
+axes.set_xlabel("chunks trained")
+axes.set_ylabel("saved tensors alive (KiB)")
+axes.legend(fontsize=8)
+figure.tight_layout()
+plt.show()
+
+print(f"after 20 chunks: {carried[-1]:.0f} KiB carried, {detached[-1]:.0f} KiB detached")
+assert carried[-1] > 5 * detached[-1] and max(detached) - min(detached) < 1  # KiB
+
+# %% [markdown]
+# The fix is one line: carry the state's *value* into the next chunk and cut its history, `h = h.detach()`.
+# The gradient then stops at the chunk's start (that is what "truncated" means), and each `backward()` frees its chunk's graph.
+#
+# ### Exercise 3 — carry the state, not its graph (3 points)
+#
+# Write `train_lm(model, chunks, lr)`, a fixed `train_lm_buggy`: one pass of SGD (`torch.optim.SGD(model.parameters(), lr=lr)`) over `chunks`, a list of `(inputs, targets)` pairs of token ids, each of shape `(batch, steps)`, in order.
+# The hidden state starts at zeros, shape `(batch, model.cell.hidden_size)`, on the model's device and in its dtype, and each chunk starts from the state the previous chunk ended with, without its graph.
+# For each chunk: fresh gradients, `logits, h = model(inputs, h)`, the loss `F.cross_entropy(logits.flatten(0, 1), targets.flatten())`, `backward()`, one step.
+# Return the chunks' losses as Python floats.
+# The tests train `CharRNN` models of other sizes and dtypes on streams you have not seen, compare every loss and parameter with this computation, and run your function on the GPU stand-in.
+
+
+# %% nbgrader={"grade_id": "q3-answer", "solution": true}
+def train_lm(model: CharRNN, chunks: list, lr: float) -> list[float]:
+    """Trains model with truncated backpropagation through time over chunks, in order.
+
+    Args:
+        model: A CharRNN, trained in place.
+        chunks: (inputs, targets) pairs of token ids, each of shape (batch, steps).
+        lr: The learning rate of SGD.
+
+    Returns:
+        The loss of each chunk, as Python floats.
+    """
+    ### BEGIN SOLUTION
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    weight = model.head.weight
+    h = weight.new_zeros(chunks[0][0].shape[0], model.cell.hidden_size)
+    losses = []
+    for inputs, targets in chunks:
+        optimizer.zero_grad()
+        logits, h = model(inputs, h.detach())
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
+"""Checks train_lm on the stream of section 6: it runs, returns floats, and the loss falls."""
+torch.manual_seed(0)
+lm = CharRNN(5, 4)
+lm_losses = train_lm(lm, chunks, lr=0.5)
+assert isinstance(lm_losses, list) and all(type(value) is float for value in lm_losses), (
+    f"train_lm should return a list of Python floats, got {lm_losses!r}"
+)
+assert len(lm_losses) == len(chunks), f"one loss per chunk: {len(chunks)}, got {len(lm_losses)}"
+assert sum(lm_losses[-3:]) < sum(lm_losses[:3]), (
+    f"the loss should fall over the stream: {[round(value, 3) for value in lm_losses]}"
+)
+
+
+### BEGIN HIDDEN TESTS
+def hidden_cases(rng):
+    """Section 6's stream, then random streams, sizes, chunk lengths and dtypes."""
+    section_6 = torch.tensor([[0, 1, 2, 3, 4] * 8, [4, 3, 2, 1, 0] * 8])
+    cases = [{"vocab": 5, "hidden": 4, "stream": section_6, "length": 4, "lr": 0.5,
+              "dtype": torch.float32}]  # fmt: skip
+    for vocab, hidden, batch, n, length, lr, dtype in [
+        (6, 5, 3, 19, 3, 0.3, torch.float64),
+        (4, 3, 1, 13, 4, 0.5, torch.float32),
+    ]:
+        cases.append({"vocab": vocab, "hidden": hidden, "stream": torch.randint(vocab, (batch, n), generator=rng),
+                      "length": length, "lr": lr, "dtype": dtype})  # fmt: skip
+    for case in cases:
+        shapes = {"embedding.weight": (case["vocab"], case["hidden"]),
+                  "cell.weight_ih": (case["hidden"], case["hidden"]), "cell.weight_hh": (case["hidden"], case["hidden"]),
+                  "cell.bias_ih": (case["hidden"],), "cell.bias_hh": (case["hidden"],),
+                  "head.weight": (case["vocab"], case["hidden"]), "head.bias": (case["vocab"],)}  # fmt: skip
+        case["parameters"] = {
+            name: torch.randn(shape, generator=rng) * 0.5 for name, shape in shapes.items()
+        }
+    return cases
+
+
+def observe(case):
+    """Runs train_lm on a CharRNN with the case's parameters, on every device and the stand-in."""
+    seen = {}
+
+    def run(model, chunks):
+        losses = train_lm(model, chunks, case["lr"])
+        losses = list(losses) if isinstance(losses, list | tuple) else losses
+        return {"losses": losses, "parameters": dict(model.named_parameters())}
+
+    model = CharRNN(case["vocab"], case["hidden"])
+    model.load_state_dict(case["parameters"])
+    model.to(case["dtype"])
+    chunks = chunk_stream(case["stream"], case["length"])
+    for device in devices():
+        moved = [(inputs.to(device), targets.to(device)) for inputs, targets in chunks]
+        seen[device.type] = run(copy.deepcopy(model).to(device), moved)
+    if case["dtype"] == torch.float64:  # one case on the stand-in: it runs op by op in Python
+        try:
+            seen["gpu"] = on_gpu(run, model, chunks, name="train_lm(...)")
+        except AssertionError as error:
+            seen["gpu"] = str(error)
+    return seen
+
+
+def chunk_stream(stream, length):
+    """Section 6's chunks of a stream: (inputs, targets) pairs, targets the next tokens."""
+    return [
+        (stream[:, i : i + length], stream[:, i + 1 : i + length + 1])
+        for i in range(0, stream.shape[1] - length, length)
+    ]
+
+
+### BEGIN JUDGE
+def reference_lm_losses(parameters, chunks, lr):
+    """CharRNN trained the intended way, written out, in the grader's process."""
+    p = {name: value.clone().requires_grad_() for name, value in parameters.items()}
+    h = torch.zeros(
+        chunks[0][0].shape[0], p["cell.weight_hh"].shape[0], dtype=p["head.weight"].dtype
+    )
+    losses = []
+    for inputs, targets in chunks:
+        logits = []
+        for t in range(inputs.shape[1]):
+            x = p["embedding.weight"][inputs[:, t]]
+            h = torch.tanh(
+                x @ p["cell.weight_ih"].T
+                + p["cell.bias_ih"]
+                + h @ p["cell.weight_hh"].T
+                + p["cell.bias_hh"]
+            )
+            logits.append(h @ p["head.weight"].T + p["head.bias"])
+        loss = F.cross_entropy(torch.stack(logits, dim=1).flatten(0, 1), targets.flatten())
+        grads = torch.autograd.grad(loss, list(p.values()))
+        with torch.no_grad():
+            for value, grad in zip(p.values(), grads, strict=True):
+                value -= lr * grad
+        h = h.detach()
+        losses.append(loss.item())
+    return losses, {name: value.detach() for name, value in p.items()}
+
+
+def judge(seen, case):
+    """Losses and parameters against reference_lm_losses, on every device and the stand-in."""
+    parameters = {name: value.to(case["dtype"]) for name, value in case["parameters"].items()}
+    chunks = chunk_stream(case["stream"], case["length"])
+    expected_losses, expected = reference_lm_losses(parameters, chunks, case["lr"])
+    assert "cpu" in seen, "the tests saw no CPU run"
+    for device, run in seen.items():
+        where = "on the GPU stand-in" if device == "gpu" else f"on {device}"
+        assert not isinstance(run, str), run
+        losses = run["losses"]
+        assert isinstance(losses, list) and all(type(value) is float for value in losses), (
+            "train_lm should return a list of Python floats (loss.item())"
+        )
+        assert len(losses) == len(chunks), f"one loss per chunk: {len(chunks)}, got {len(losses)}"
+        for number, (value, truth) in enumerate(zip(losses, expected_losses, strict=True)):
+            assert abs(value - truth) <= 1e-4 * abs(truth) + 1e-5, (
+                f"the loss of chunk {number} {where} should be {truth:.6f}, got {value:.6f}: "
+                "each chunk starts from the state the previous one ended with. "
+                + explain("hidden-state-carried")
+            )
+        for name, value in expected.items():
+            seen_value = run["parameters"].get(name)
+            assert isinstance(seen_value, TensorSeen) and seen_value.dtype == case["dtype"], (
+                f"{name} should stay a {case['dtype']} parameter"
+            )
+            assert torch.allclose(seen_value.values, value, rtol=1e-4, atol=1e-5), (
+                f"{name} after training {where} differs from truncated backpropagation through "
+                "time. " + explain("hidden-state-carried")
+            )
+
+
+### END JUDGE
+probe_and_judge("q3", hidden_cases, observe, judge)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. NaN in backward: `sqrt` at 0, `log` of 0
+#
+# A loss that asks points to sit at distance 1 from each other.
+# The learner computes all pairwise distances, a point with itself included (its distance, 0, is harmless in the loss).
+# The loss is finite; every gradient is NaN, and one step of SGD turns every point into NaN.
+
+
+# %%
+def pairwise_distances(points: torch.Tensor) -> torch.Tensor:
+    """The distance between every two rows of points, each row with itself included."""
+    differences = points[:, None, :] - points[None, :, :]
+    return torch.sqrt((differences**2).sum(-1))
+
+
+torch.manual_seed(0)
+points = torch.randn(4, 2, requires_grad=True)
+loss = (pairwise_distances(points) - 1).pow(2).mean()
+loss.backward()
+print(f"loss: {loss.item():.4f}")
+print("points.grad:", points.grad.tolist())
+with torch.no_grad():
+    after_one_step = points - 0.1 * points.grad  # what SGD would write
+print("after one SGD step:", after_one_step.tolist())
+assert torch.isfinite(loss) and points.grad.isnan().all() and after_one_step.isnan().all()
+
+# %% [markdown]
+# **Anomaly mode** checks every node's output during `backward()` and, at the first NaN, raises and shows where the node was created in the forward pass (the second warning below, with its traceback).
+# As its first warning says, it slows everything down: switch it on to find the line, then off.
+
+# %%
+points.grad = None
+with (
+    expect_warning(
+        UserWarning, match="Anomaly Detection has been enabled|Error detected in PowBackward0"
+    ) as caught,
+    torch.autograd.detect_anomaly(),
+):
+    loss = (pairwise_distances(points) - 1).pow(2).mean()
+    with expect_error(RuntimeError, match="Function 'PowBackward0' returned nan values"):
+        loss.backward()
+messages = [str(warning.message) for warning in caught]
+assert any("increase the runtime" in message for message in messages)
+assert any("Error detected in PowBackward0" in message for message in messages)
+
+# %% [markdown]
+# It names `PowBackward0`, the node of `differences**2`, not the `sqrt` on the same line.
+# Anomaly mode looks for NaN, and the backward of `sqrt` at 0 gives an infinite gradient (its derivative, `1 / (2 √x)`, at `x = 0`); the NaN appears one node later, where the backward of `**2` multiplies that infinity by `2 · difference = 0`.
+# A **gradient hook** shows the infinity itself: `tensor.register_hook(function)` calls the function with the gradient that reaches the tensor during `backward()`.
+
+# %%
+differences = points[:, None, :] - points[None, :, :]
+squared = (differences**2).sum(-1)
+reaching_squared = []
+squared.register_hook(
+    lambda grad: print("gradient reaching squared:\n", grad) or reaching_squared.append(grad)
+)
+(torch.sqrt(squared) - 1).pow(2).mean().backward()
+assert (
+    reaching_squared[0].diagonal().isinf().all()
+    and reaching_squared[0].fill_diagonal_(0).isfinite().all()
+)
+
+# %% [markdown]
+# The diagonal, the distances of points to themselves, gets `-inf`.
+# Fixes: `torch.linalg.vector_norm`, whose backward gives 0 at a zero vector by convention, or leave the diagonal out (each pair once, `i < j`).
+
+# %%
+points.grad = None
+differences = points[:, None, :] - points[None, :, :]
+distances = torch.linalg.vector_norm(differences, dim=-1)
+(distances - 1).pow(2).mean().backward()
+print("with vector_norm, finite gradients:", points.grad.isfinite().all().item())
+assert points.grad.isfinite().all() and torch.allclose(distances, pairwise_distances(points))
+
+zero = torch.zeros(2, requires_grad=True)
+torch.linalg.vector_norm(zero).backward()
+print("gradient of vector_norm at a zero vector:", zero.grad.tolist())
+assert torch.equal(zero.grad, torch.zeros(2))
+
+points.grad = None
+first, second = torch.triu_indices(4, 4, offset=1)  # the pairs i < j: no point with itself
+pair_distances = torch.sqrt(((points[first] - points[second]) ** 2).sum(-1))
+(pair_distances - 1).pow(2).mean().backward()
+print("without the diagonal, finite gradients:", points.grad.isfinite().all().item())
+assert points.grad.isfinite().all()
+
+# %% [markdown]
+# **`log` of 0.** Writing cross-entropy by hand as `-log(softmax(logits))` underflows: `e^-120 ≈ 8e-53` is below the smallest float32 above 0 (about `1.4e-45`), so the probability is 0, its log `-inf`, and the gradient NaN.
+# `F.log_softmax` (and `F.cross_entropy`, which uses it) computes the same quantity without forming the probability.
+
+# %%
+logits = torch.tensor([[0.0, 120.0]], requires_grad=True)
+probability = torch.softmax(logits, dim=1)[0, 0]
+smallest = torch.finfo(torch.float32).smallest_normal * 2.0**-23  # the smallest subnormal
+print(f"softmax: {probability.item()} | smallest float32 above 0: {smallest:.2g}")
+assert probability.item() == 0.0 and smallest > 1e-46
+by_hand = -torch.log(torch.softmax(logits, dim=1))[0, 0]
+by_hand.backward()
+print(f"-log(softmax): {by_hand.item()}, gradient {logits.grad.tolist()}")
+logits.grad = None
+stable = F.cross_entropy(logits, torch.tensor([0]))
+stable.backward()
+print(f"F.cross_entropy: {stable.item()}, gradient {logits.grad.tolist()}")
+assert by_hand.isinf() and abs(stable.item() - 120.0) < 1e-4 and logits.grad.isfinite().all()
+
+# %% [markdown]
+# **A hand-written `autograd.Function`** has a backward that nothing checks.
+# This one was written to give `sqrt` a zero gradient at 0; it forgot the 2 of `1 / (2 √x)`.
+# `torch.autograd.gradcheck` compares the backward with finite differences, in float64, at points away from the kink, and says which entries differ.
+
+
+# %%
+class SafeSqrt(torch.autograd.Function):
+    """sqrt(x), with gradient 0 where x is 0 (instead of inf)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        result = x.sqrt()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (result,) = ctx.saved_tensors
+        return torch.where(result > 0, grad / result, torch.zeros_like(grad))  # forgot the 2
+
+
+x64 = torch.rand(3, dtype=torch.float64, requires_grad=True) + 0.5
+with expect_error(
+    RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"
+):  # GradcheckError
+    torch.autograd.gradcheck(SafeSqrt.apply, (x64,))
+
+
+class FixedSafeSqrt(SafeSqrt):
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (result,) = ctx.saved_tensors
+        return torch.where(result > 0, grad / (2 * result), torch.zeros_like(grad))
+
+
+print("gradcheck of the fixed backward:", torch.autograd.gradcheck(FixedSafeSqrt.apply, (x64,)))
+
+# %% [markdown]
+# ## 8. Two pitfalls at once
+#
+# **A tied embedding with `max_norm`, and a buffer filled in.**
+# A small language model ties its output layer to its embedding (notebook 05) and writes each step's logits into a buffer made with `torch.zeros` (notebook 04).
+# It fails at `backward()`; under `track_inplace()`, `diagnose` says why and where.
+
+
+# %%
+class TinyLM(nn.Module):
+    """Buggy: a recurrent language model whose output layer is its max_norm embedding."""
+
+    def __init__(self, vocab: int, dim: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim, max_norm=1.0)
+        self.mix = nn.Linear(dim, dim)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        batch, steps = tokens.shape
+        logits = torch.zeros(batch, steps, self.embedding.num_embeddings)  # filled in below
+        h = torch.zeros(batch, self.embedding.embedding_dim)
+        for t in range(steps):
+            h = torch.tanh(self.mix(h) + self.embedding(tokens[:, t]))
+            logits[:, t] = h @ self.embedding.weight.T
+        return logits
+
+
+torch.manual_seed(0)
+tiny = TinyLM(5, 4)
+with track_inplace() as log:
+    logits = tiny(stream[:, :3])
+loss = F.cross_entropy(logits.flatten(0, 1), stream[:, 1:4].flatten())
+report = diagnose(loss, names={"embedding.weight": tiny.embedding.weight})
+for finding in report.findings:
+    print(
+        f"{finding.kind}: {finding.node} saved `{finding.saved}` at version "
+        f"{finding.saved_version}, now {finding.current_version}"
+    )
+print("writes recorded:", sorted({(write.op, write.code) for write in log.writes}))
+with expect_error(RuntimeError, match="modified by an inplace operation"):
+    loss.backward()
+assert any(write.op == "embedding_renorm_" for write in log.writes) and report.findings
+
+# %% [markdown]
+# Two in-place ops are at work: `embedding_renorm_` rewrites the weight that the earlier steps' output layer saved (notebook 05), and `logits[:, t] = ...` writes into the buffer (`copy_` into a slice, allowed, since nothing saved the buffer).
+# The error is the first one's; the buffer has a bug of its own, which the stand-in shows once the model is on a GPU: `torch.zeros(...)` without `device=` is on the CPU.
+# The course's linter finds the tied weight before anything runs.
+# `lint` below checks the source of what you give it, with this notebook's imports, and prints each finding with its line.
+# (`inspect.getsource` cannot find a class defined in a notebook, only its functions, so a class is put back together from its methods.)
+
+
+# %%
+def source_of(item) -> str:
+    """The source of a function, or of a class rebuilt from its methods' sources."""
+    if not inspect.isclass(item):
+        return inspect.getsource(item)
+    bases = ", ".join(
+        "nn.Module" if base is nn.Module else base.__qualname__ for base in item.__bases__
+    )
+    methods = [
+        inspect.getsource(value) for value in vars(item).values() if inspect.isfunction(value)
+    ]
+    return f"class {item.__name__}({bases}):\n" + "\n".join(methods)
+
+
+def lint(*items) -> list:
+    """Lints the source of functions and classes with this notebook's imports; prints the findings."""
+    imports = "import torch\nfrom torch import nn\nfrom torch.nn import functional as F\n"
+    source = imports + "\n".join(source_of(item) for item in items)
+    lines = source.splitlines()
+    findings = lint_source(source)
+    for finding in findings:
+        print(f"{finding.code} [{finding.pitfall}] at `{lines[finding.line - 1].strip()}`")
+        print(f"    {finding.message}")
+    return findings
+
+
+assert [finding.code for finding in lint(TinyLM)] == ["AGP150"]
+
+
+# %% [markdown]
+# The fix for both: look every token up first (one write, before any use of the weight), and assemble the logits with `torch.stack` instead of a CPU buffer; the hidden state starts from the embedding's device and dtype.
+
+
+# %%
+class FixedTinyLM(TinyLM):
+    """TinyLM with the lookup first and the logits stacked."""
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        embedded = self.embedding(tokens)  # every row rescaled, once, before any other use
+        h = embedded.new_zeros(tokens.shape[0], self.embedding.embedding_dim)
+        logits = []
+        for t in range(tokens.shape[1]):
+            h = torch.tanh(self.mix(h) + embedded[:, t])
+            logits.append(h @ self.embedding.weight.T)
+        return torch.stack(logits, dim=1)
+
+
+def lm_losses(model: nn.Module, steps: int = 30) -> list[float]:
+    """Trains model on the stream of section 6 (next token of the first 12); returns the losses."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    inputs, targets = stream[:, :12], stream[:, 1:13]
+    history = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
+        loss.backward()
+        optimizer.step()
+        history.append(loss.item())
+    return history
+
+
+torch.manual_seed(0)
+fixed_lm = FixedTinyLM(5, 4)
+history = lm_losses(fixed_lm)
+print(f"fixed: loss {history[0]:.3f} -> {history[-1]:.3f}")
+on_stand_in = on_gpu(
+    lambda model, tokens: model(tokens), fixed_lm, stream[:, :3], name="FixedTinyLM"
+)
+print("on the GPU stand-in:", on_stand_in.device, tuple(on_stand_in.shape))
+assert history[-1] < history[0] - 0.3
+with expect_error(AssertionError, match="Expected all tensors to be on the same device"):
+    on_gpu(lambda model, tokens: model(tokens), TinyLM(5, 4), stream[:, :3], name="TinyLM")
+
+# %% [markdown]
+# **An in-place normalisation, and a penalty assembled with `torch.tensor`.**
+# This network normalises its hidden activations in place, and its loss adds a weight penalty built from a list.
+# The first bug raises; the second is silent.
+
+
+# %%
+class NormedNet(nn.Module):
+    """Buggy: a hidden layer whose activations are scaled to unit norm in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = nn.Linear(3, 8)
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.hidden(x))
+        h /= h.norm(dim=1, keepdim=True) + 1e-6
+        return self.out(h)
+
+
+def penalised_loss(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    penalty = torch.tensor([model.hidden.weight.norm(), model.out.weight.norm()]).sum()
+    return F.mse_loss(model(inputs), targets) + 0.1 * penalty
+
+
+torch.manual_seed(0)
+net = NormedNet()
+with track_inplace() as log:
+    loss = penalised_loss(net, inputs, targets)
+report = diagnose(loss, names=dict(net.named_parameters()))
+for finding in report.findings:
+    print(
+        f"{finding.kind}: {finding.node} saved `{finding.saved}` at version "
+        f"{finding.saved_version}, now {finding.current_version}"
+    )
+print("writes recorded:", [(write.op, write.code) for write in log.writes])
+normed_graph = draw(loss, names=dict(net.named_parameters()), saved={"result"})
+with expect_error(
+    RuntimeError,
+    match=r"\[64, 8\]\], which is output 0 of Div, is at version 1; expected version 0",
+):
+    loss.backward()
+assert [write.op for write in log.writes] == ["div_"]
+assert {finding.node for finding in report.findings} == {
+    "ReluBackward0",
+    "LinalgVectorNormBackward0",
+}
+
+# %% [markdown]
+# The graph, drawn before that `backward()` with only the saved tensors named `result`, shows the saved activation in red, with the line that wrote it.
+
+# %%
+normed_graph
+
+# %% [markdown]
+# The error calls the tensor "output 0 of Div": after `h /= ...`, the division is its history.
+# `diagnose` names the two nodes that saved it before `h /= ...` wrote to it (notebook 02): `ReluBackward0` keeps its output to compute its gradient, and the norm's node keeps its input; `h = h / ...` fixes it.
+# Then `backward()` works, and the penalty does nothing: `torch.tensor([...])` copied its values (notebook 04), so the gradient with the penalty equals the gradient without it.
+# The linter finds the second (the first needs `diagnose`: whether `h /= ...` breaks anything depends on what saved `h`, which only the graph knows):
+
+# %%
+assert [finding.code for finding in lint(NormedNet, penalised_loss)] == ["AGP120"]
+
+
+class OutOfPlaceNet(NormedNet):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.hidden(x))
+        h = h / (h.norm(dim=1, keepdim=True) + 1e-6)
+        return self.out(h)
+
+
+def penalty_gradient(loss_function) -> torch.Tensor:
+    torch.manual_seed(0)
+    net = OutOfPlaceNet()
+    loss_function(net).backward()
+    return net.out.weight.grad
+
+
+with_list_penalty = penalty_gradient(lambda net: penalised_loss(net, inputs, targets))
+without_penalty = penalty_gradient(lambda net: F.mse_loss(net(inputs), targets))
+stacked = penalty_gradient(
+    lambda net: (
+        F.mse_loss(net(inputs), targets)
+        + 0.1 * torch.stack([net.hidden.weight.norm(), net.out.weight.norm()]).sum()
+    )
+)
+print(
+    "penalty with torch.tensor changes the gradient:",
+    not torch.equal(with_list_penalty, without_penalty),
+)
+print("penalty with torch.stack changes the gradient: ", not torch.equal(stacked, without_penalty))
+assert torch.equal(with_list_penalty, without_penalty) and not torch.allclose(
+    stacked, without_penalty
+)
+
+# %% [markdown]
+# ### Exercise 4 — triage (2 points)
+#
+# For each symptom, name its cause, one of: `"loss_not_reduced"`, `"graph_cut"`, `"parameter_not_reached"`, `"gradients_accumulate"`, `"layer_in_forward"`, `"unregistered_tensor"`, `"hidden_state_carried"`, `"sqrt_at_zero"`, `"log_of_zero"`.
+#
+# - `"A"`: `loss.backward()` raises "grad can be implicitly created only for scalar outputs".
+# - `"B"`: `loss.requires_grad_()` was added to silence "element 0 of tensors does not require grad and does not have a grad_fn"; now the loss is exactly the same at every step.
+# - `"C"`: a recurrent model keeps its hidden state from batch to batch; the second batch's `loss.backward()` raises "Trying to backward through the graph a second time".
+# - `"D"`: after `model.to("cuda")`, `model(x)` raises "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!" at `return self.net(x) * self.weights`, where `__init__` set `self.weights = torch.ones(n)`.
+# - `"E"`: no error; the loss falls for a few steps, then swings up and down more and more; the script never calls `zero_grad()`.
+# - `"F"`: no error; after `backward()`, `model.decoder.weight.grad` is None, and the loss is computed from `model.encoder(x)` alone.
+# - `"G"`: the loss is finite and every gradient is NaN; under `torch.autograd.detect_anomaly()`, the error names `PowBackward0`, created on the line `d = torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))`.
+#
+# Return a dict `{"A": ..., "B": ..., ..., "G": ...}` from `triage()`.
+
+
+# %% nbgrader={"grade_id": "q4-answer", "solution": true}
+def triage() -> dict[str, str]:
+    """Returns the cause of each symptom of Exercise 4.
+
+    Returns:
+        A dict mapping "A" to "G" to one of the causes listed in Exercise 4.
+    """
+    ### BEGIN SOLUTION
+    return {
+        "A": "loss_not_reduced",
+        "B": "graph_cut",
+        "C": "hidden_state_carried",
+        "D": "unregistered_tensor",
+        "E": "gradients_accumulate",
+        "F": "parameter_not_reached",
+        "G": "sqrt_at_zero",
+    }
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
+"""Checks triage() for the seven symptoms of Exercise 4."""
+causes = triage()
+options = {
+    "loss_not_reduced", "graph_cut", "parameter_not_reached", "gradients_accumulate",
+    "layer_in_forward", "unregistered_tensor", "hidden_state_carried", "sqrt_at_zero", "log_of_zero",
+}  # fmt: skip
+assert isinstance(causes, dict) and set(causes) == set("ABCDEFG"), (
+    "triage() should return a dict with the keys A to G"
+)
+assert set(causes.values()) <= options, f"each cause should be one of {sorted(options)}"
+assert causes["A"] == "loss_not_reduced", (
+    "A: backward() with no argument needs a loss of one value (section 1). "
+    + explain("loss-not-reduced")
+)
+
+
+### BEGIN HIDDEN TESTS
+def hidden_cases(rng):
+    """One case: the seven symptoms are fixed."""
+    return [{}]
+
+
+def observe(case):
+    """Calls triage(); returns a plain copy of the dict (or its type's name)."""
+    causes = triage()
+    if not isinstance(causes, dict):
+        return {"type": type(causes).__name__}
+    return {"type": "dict", "causes": {str(key): value for key, value in dict(causes).items()}}
+
+
+### BEGIN JUDGE
+def judge(seen, case):
+    """The keys, the options, and the cause of each symptom."""
+    options = {
+        "loss_not_reduced", "graph_cut", "parameter_not_reached", "gradients_accumulate",
+        "layer_in_forward", "unregistered_tensor", "hidden_state_carried", "sqrt_at_zero",
+        "log_of_zero",
+    }  # fmt: skip
+    causes = seen.get("causes")
+    assert isinstance(causes, dict) and set(causes) == set("ABCDEFG"), (
+        "triage() should return a dict with the keys A to G"
+    )
+    assert (
+        all(isinstance(cause, str) for cause in causes.values()) and set(causes.values()) <= options
+    ), f"each cause should be one of {sorted(options)}"
+    reasons = {
+        "A": ("loss_not_reduced", "backward() with no argument needs a loss of one value (section 1)", "loss-not-reduced"),
+        "B": ("graph_cut", "requires_grad_() on the loss makes a new leaf; the cut that caused the error is still there (section 2)", "grad-never-reached"),
+        "C": ("hidden_state_carried", "the state carries the previous batch's freed graph (section 6)", "hidden-state-carried"),
+        "D": ("unregistered_tensor", "a tensor kept as a plain attribute is not moved by .to() (section 5)", "module-state-unregistered"),
+        "E": ("gradients_accumulate", "backward() adds to .grad, so the steps keep growing (section 4)", "grad-accumulates"),
+        "F": ("parameter_not_reached", "a parameter the loss does not use gets no gradient (section 3)", "grad-never-reached"),
+        "G": ("sqrt_at_zero", "sqrt's backward is infinite at 0, and the next node turns it into NaN (section 7)", None),
+    }  # fmt: skip
+    for key, (cause, why, pitfall) in reasons.items():
+        assert causes[key] == cause, f"{key}: {why}. " + (explain(pitfall) if pitfall else "")
+
+
+### END JUDGE
+probe_and_judge("q4", hidden_cases, observe, judge)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
+# - "grad can be implicitly created only for scalar outputs": reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger.
+# - "element 0 of tensors does not require grad": the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
+# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). `Module.to()` keeps the Parameters.
+# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss and zeroing once per step.
+# - "Expected all tensors to be on the same device": something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
+# - "Trying to backward through the graph a second time" in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
+# - NaN gradients: anomaly mode names the first node that *returned* NaN, which may be one after the cause; a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.
+# - Several pitfalls at once: `track_inplace()` and `diagnose` find what backward() will hit and the line; the linter (`python -m autograd_pitfalls.lint`) finds the patterns before anything runs.
