@@ -1606,6 +1606,7 @@ net = NormedNet()
 with track_inplace() as log:
     loss = penalised_loss(net, inputs, targets)
 report = diagnose(loss, names=dict(net.named_parameters()))
+print("\n".join(report.findings[0].message.splitlines()[:2]))  # the first, with its line
 for finding in report.findings:
     print(
         f"{finding.kind}: {finding.node} saved `{finding.saved}` at version "
