@@ -16,7 +16,9 @@ import pytest
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, assignment_ids
+from autograder.errors import AutograderError
 from autograder.pipeline.autograde import failure_cause
+from autograder.pipeline.executors import LocalExecutor
 from autograder.pipeline.report import write_report
 from autograder.pipeline.run import (
     GradingResult,
@@ -26,6 +28,8 @@ from autograder.pipeline.run import (
     feedback_class,
     grade_class,
 )
+from autograder.sandbox.bwrap import course_sandbox
+from autograder.sandbox.limits import Limits
 from autograder.submission import load_status
 from tests.support.fixtures import PACKAGED_IN
 
@@ -373,3 +377,36 @@ def test_a_failed_autograde_is_reported_by_its_cause_not_nbgraders_summary():
     )
     assert failure_cause(log) == "NameError: name 'stream' is not defined"
     assert failure_cause("the kernel died\nno more") == "no more"
+
+
+@pytest.mark.slow
+def test_a_kept_executor_grades_assignment_after_assignment_with_the_same_zygotes(
+    submissions, tmp_path
+):
+    # What the background grading of the class does for every assignment (conftest.py).
+    course = Course.at(tmp_path / "course", release=tmp_path / "course" / "release")
+    executor = LocalExecutor(2, sandbox=course_sandbox(course), keep=True)
+    seen = []
+    try:
+        for assignment in ASSIGNMENTS[:2]:
+            folder = tmp_path / assignment
+            for student in ("perfect", "blank"):
+                shutil.copytree(submissions[assignment] / student, folder / student)
+            result = grade_class(course, assignment, folder, executor=executor)
+            rows = _rows(result)
+            for student in ("perfect", "blank"):
+                assert rows[student]["score"] == _expected(assignment)[student]["score"]
+                assert rows[student]["status"] == "ok"
+            zygotes = executor.kept_zygotes
+            assert len(zygotes) == 2 and all(zygote.alive() for zygote in zygotes)
+            seen.append([zygote.process.pid for zygote in zygotes])
+        with pytest.raises(AutograderError, match="limits and sandbox settings of its first"):
+            folder = tmp_path / "other_limits"
+            shutil.copytree(submissions[ASSIGNMENTS[0]] / "perfect", folder / "perfect")
+            grade_class(
+                course, ASSIGNMENTS[0], folder, executor=executor, limits=Limits(cell_timeout=7)
+            )
+    finally:
+        executor.close()
+    assert seen[0] == seen[1], "the second assignment started zygotes of its own"
+    assert not any(zygote.alive() for zygote in zygotes) and executor.kept_zygotes == []

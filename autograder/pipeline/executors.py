@@ -98,6 +98,22 @@ def _grade_local(batch: list[StudentNotebook]) -> list[GradedNotebook]:
     return grade_batch(_reference, batch, _settings)
 
 
+def _start_kept_worker(
+    settings: WorkerSettings, sandbox: Sandbox, counter: Synchronized, handoffs: list[Handoff]
+) -> None:
+    """Starts a worker of a pool that grades several assignments (each task names its own)."""
+    with counter.get_lock():
+        counter.value += 1
+        number = counter.value
+    kernels = None
+    for position, handoff in enumerate(handoffs, start=1):
+        if position == number:
+            kernels = Zygote.adopt(handoff, sandbox, settings.limits, number)
+        else:
+            handoff.channel.close()  # another worker's zygote
+    install(GradingWorker(settings, sandbox=sandbox, kernels=kernels))
+
+
 class LocalExecutor:
     """``--jobs N`` grading processes on this machine (one grades in this process).
 
@@ -106,17 +122,28 @@ class LocalExecutor:
         zygotes: Zygotes launched early by the command line, one per job; launched here
             when None. Closed when grading is done.
         sandbox: The sandbox detected for the course (the zygotes were started in it).
+        keep: Keep the processes and their zygotes between grading runs, until
+            :meth:`close`: a caller that grades several assignments (or classes) in a row
+            starts them once, not once per run (each zygote imports torch and the
+            notebooks' modules: seconds of a core). Every run must then use the same
+            limits and sandbox settings.
     """
 
     name = "local"
 
     def __init__(
-        self, jobs: int = 1, zygotes: list[Zygote] | None = None, sandbox: Sandbox | None = None
+        self,
+        jobs: int = 1,
+        zygotes: list[Zygote] | None = None,
+        sandbox: Sandbox | None = None,
+        keep: bool = False,
     ) -> None:
         self.jobs = max(1, jobs)
         self.zygotes = zygotes
         self.sandbox = sandbox
         self.workers = self.jobs
+        self.keep = keep
+        self._kept: _KeptWorkers | None = None
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How student code was isolated, for the status file."""
@@ -136,6 +163,14 @@ class LocalExecutor:
     ) -> Iterator[list[GradedNotebook]]:
         """Grades ``students``; yields each one's result as soon as it is done."""
         assert self.sandbox is not None, "the local executor needs the course's sandbox"
+        if self.keep:
+            if students:
+                try:
+                    yield from self._kept_workers(settings).grade(reference, students, settings)
+                except ZygoteError:
+                    self.close()  # a broken pool grades nothing more: the next run starts anew
+                    raise
+            return
         workers = max(1, min(self.jobs, len(students)))
         zygotes = self.zygotes
         if zygotes is None and students:
@@ -174,8 +209,81 @@ class LocalExecutor:
         finally:
             close_zygotes(zygotes)
 
+    @property
+    def kept_zygotes(self) -> list[Zygote]:
+        """The zygotes kept between runs (none before the first run, or without ``keep``)."""
+        return list(self._kept.zygotes) if self._kept is not None else []
+
+    def _kept_workers(self, settings: WorkerSettings) -> _KeptWorkers:
+        if self._kept is None:
+            assert self.sandbox is not None
+            zygotes = self.zygotes
+            if zygotes is None:
+                zygotes = launch_zygotes(self.sandbox, settings.limits, self.jobs)
+            self._kept = _KeptWorkers(self.jobs, zygotes, self.sandbox, settings)
+        return self._kept
+
     def close(self) -> None:
-        """Nothing to stop: the processes end with each grading run."""
+        """Stops the kept processes and zygotes (without ``keep``, each run stopped its own)."""
+        if self._kept is not None:
+            self._kept.close()
+            self._kept = None
+
+
+class _KeptWorkers:
+    """The processes (or, with one job, the worker in this process) a kept executor reuses."""
+
+    def __init__(
+        self, jobs: int, zygotes: list[Zygote], sandbox: Sandbox, settings: WorkerSettings
+    ) -> None:
+        self.zygotes = zygotes
+        self.settings = settings
+        self.pool: ProcessPoolExecutor | None = None
+        self.worker: GradingWorker | None = None
+        if jobs == 1:
+            self.worker = GradingWorker(settings, sandbox=sandbox, kernels=zygotes[0])
+            return
+        context = worker_context()
+        self.pool = ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=context,
+            initializer=_start_kept_worker,
+            initargs=(settings, sandbox, context.Value("i", 0), [z.handoff() for z in zygotes]),
+        )
+
+    def grade(
+        self,
+        reference: AssignmentReference,
+        students: Sequence[StudentNotebook],
+        settings: WorkerSettings,
+    ) -> Iterator[list[GradedNotebook]]:
+        if not settings.same_zygote(self.settings):
+            raise AutograderError(
+                "a kept local executor grades every run with the limits and sandbox "
+                "settings of its first: make another executor for other limits"
+            )
+        if self.worker is not None:
+            self.worker.settings = settings  # feedback on or off, as this run asks
+            for student in students:
+                yield self.worker.grade(reference, [student])
+            return
+        assert self.pool is not None
+        try:
+            futures = [
+                self.pool.submit(grade_batch, reference, [student], settings)
+                for student in students
+            ]
+            for future in as_completed(futures):
+                yield future.result()
+        except BrokenProcessPool as error:
+            raise ZygoteError(f"a grading process failed: {error}") from error
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+        if self.pool is not None:
+            self.pool.shutdown()
+        close_zygotes(self.zygotes)
 
 
 class DaskExecutor:

@@ -42,14 +42,21 @@ def main(argv: list[str]) -> int:
     # As the command line does: nbgrader's gradebook warns about its own internals.
     warnings.filterwarnings("ignore", module="nbgrader")
     from autograder.course import Course
+    from autograder.pipeline.executors import LocalExecutor
     from autograder.pipeline.run import grade_class
+    from autograder.sandbox.bwrap import course_sandbox
 
     course = Course.at(Path(spec["root"]), release=Path(spec["release"]))
-    # Two students at a time, in the sandbox: what `make grade JOBS=2` does.
-    results = {
-        assignment: grade_class(course, assignment, Path(folder), jobs=2)
-        for assignment, folder in spec["submissions"].items()
-    }
+    # Two students at a time, in the sandbox: what `make grade JOBS=2` does. The two
+    # processes and their zygotes are started once for every assignment, not once each.
+    executor = LocalExecutor(2, sandbox=course_sandbox(course), keep=True)
+    try:
+        results = {
+            assignment: grade_class(course, assignment, Path(folder), executor=executor)
+            for assignment, folder in spec["submissions"].items()
+        }
+    finally:
+        executor.close()
     partial = output.with_suffix(".partial")
     partial.write_bytes(pickle.dumps(results))
     partial.replace(output)  # whole or absent: the waiting fixture never reads half
