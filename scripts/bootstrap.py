@@ -92,10 +92,18 @@ def ensure_venv() -> None:
         print(f"Creating {VENV.name}/", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     python = str(VENV / "bin" / "python")
-    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    # pip byte-compiles what it installs one file after the other: over half of torch's
+    # install (29 of 42 s here). Compiled afterwards on every core instead; compiled at
+    # all, since a Python run with PYTHONDONTWRITEBYTECODE never caches what it compiles.
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-compile"]
     # torch first and pinned: an unpinned resolution would pull several GB of CUDA wheels.
     run([*pip, "torch==2.13.0"])
     run([*pip, "-e", f"{ROOT}[dev]"])
+    site_packages = VENV / "lib" / "python3.11" / "site-packages"
+    compile_all = [python, "-m", "compileall", "-qq", "-j", "0", str(site_packages)]
+    print("+", " ".join(compile_all), flush=True)
+    # As pip does, a file that does not compile (a template, a Python 2 test) is skipped.
+    subprocess.run(compile_all, check=False)
 
 
 def ensure_system_packages() -> None:
