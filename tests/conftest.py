@@ -75,23 +75,24 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Runs the modules that wait for the class graded in the background late, the browser last.
+    """Runs the tests that wait for the class graded in the background late, the browser last.
 
     The class (:func:`class_graded_in_the_background`) takes minutes of both cores: a test
     that waits for it early leaves the foreground idle while every other test could run.
-    Run after them, those modules find it graded, and it took the cores the other tests
-    left idle (their sleeps, their waits for servers and kernels). Whole modules move, so
-    that their module-scoped fixtures are set up once.
+    Run after them, those tests find it graded, and it took the cores the other tests
+    left idle (their sleeps, their waits for servers and kernels). A module's other tests
+    stay where they were: those of ``test_pipeline.py`` grade one student at a time, and
+    late in the run they would leave a core idle. (A module-scoped fixture used on both
+    sides would be set up twice; today none is.)
 
     The browser test comes last: it times a learner's Run All, on a machine left alone. By
     then the background class is done, as is every other grading run of the suite.
     """
-    waiting = {item.path for item in items if "graded" in item.fixturenames}
 
     def place(item) -> int:
         if item.path.name == "test_browser.py":
             return 2
-        return 1 if item.path in waiting else 0
+        return 1 if "graded" in item.fixturenames else 0
 
     items.sort(key=place)  # stable: each group keeps the order it was collected in
 
