@@ -71,6 +71,26 @@ _reference: AssignmentReference | None = None
 _settings: WorkerSettings | None = None
 
 
+def _start_kept_worker(
+    settings: WorkerSettings, sandbox: Sandbox, counter: Synchronized, handoffs: list[Handoff]
+) -> None:
+    """Makes this pool process a grading worker, with the zygote handed off for its turn to start.
+
+    A kept pool's workers stop here: each task names its own assignment. A one-run pool's
+    (:func:`_start_local_worker`) also learn the run's assignment.
+    """
+    with counter.get_lock():
+        counter.value += 1
+        number = counter.value
+    kernels = None
+    for position, handoff in enumerate(handoffs, start=1):
+        if position == number:
+            kernels = Zygote.adopt(handoff, sandbox, settings.limits, number)
+        else:
+            handoff.channel.close()  # another worker's zygote
+    install(GradingWorker(settings, sandbox=sandbox, kernels=kernels))
+
+
 def _start_local_worker(
     settings: WorkerSettings,
     sandbox: Sandbox,
@@ -79,16 +99,7 @@ def _start_local_worker(
     handoffs: list[Handoff],
 ) -> None:
     global _reference, _settings
-    with counter.get_lock():
-        counter.value += 1
-        number = counter.value
-    kernels = None
-    for position, handoff in enumerate(handoffs, start=1):
-        if position == number:
-            kernels = Zygote.adopt(handoff, sandbox, settings.limits, number)
-        else:
-            handoff.channel.close()  # another worker's zygote
-    install(GradingWorker(settings, sandbox=sandbox, kernels=kernels))
+    _start_kept_worker(settings, sandbox, counter, handoffs)
     _reference, _settings = reference, settings
     current_worker(settings).grader_for(reference)  # waits for the zygote
 
@@ -96,22 +107,6 @@ def _start_local_worker(
 def _grade_local(batch: list[StudentNotebook]) -> list[GradedNotebook]:
     assert _reference is not None and _settings is not None
     return grade_batch(_reference, batch, _settings)
-
-
-def _start_kept_worker(
-    settings: WorkerSettings, sandbox: Sandbox, counter: Synchronized, handoffs: list[Handoff]
-) -> None:
-    """Starts a worker of a pool that grades several assignments (each task names its own)."""
-    with counter.get_lock():
-        counter.value += 1
-        number = counter.value
-    kernels = None
-    for position, handoff in enumerate(handoffs, start=1):
-        if position == number:
-            kernels = Zygote.adopt(handoff, sandbox, settings.limits, number)
-        else:
-            handoff.channel.close()  # another worker's zygote
-    install(GradingWorker(settings, sandbox=sandbox, kernels=kernels))
 
 
 class LocalExecutor:
