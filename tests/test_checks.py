@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    GPU,
     PITFALLS,
     assert_grad_close,
     assert_is_leaf,
@@ -207,18 +208,18 @@ def _returns_cpu_copy(values: torch.Tensor) -> torch.Tensor:
 def test_to_gpu_keeps_parameters_leaves_values_and_structure():
     leaf = torch.ones(2, requires_grad=True)
     moved = to_gpu({"p": nn.Parameter(torch.ones(3)), "xs": [leaf, leaf * 2], "k": 4})
-    assert isinstance(moved["p"], nn.Parameter) and moved["p"].device.type == "gpu"
+    assert isinstance(moved["p"], nn.Parameter) and moved["p"].device == GPU
     assert moved["p"].tolist() == [1.0, 1.0, 1.0]
     assert moved["xs"][0].is_leaf and moved["xs"][0].requires_grad
     assert not moved["xs"][1].requires_grad  # a non-leaf arrives detached
     assert moved["k"] == 4
     module = to_gpu(nn.Linear(2, 3))
-    assert module.weight.device.type == "gpu" and isinstance(module.weight, nn.Parameter)
+    assert module.weight.device == GPU and isinstance(module.weight, nn.Parameter)
 
 
 def test_on_gpu_returns_what_a_device_following_function_returns():
     result = on_gpu(_wrap_clone, torch.ones(3))
-    assert isinstance(result, nn.Parameter) and result.device.type == "gpu"
+    assert isinstance(result, nn.Parameter) and result.device == GPU
     assert result.tolist() == [1.0, 1.0, 1.0]
 
 
@@ -263,13 +264,14 @@ def _debugged(values: torch.Tensor) -> torch.Tensor:
 
 
 def test_on_gpu_catches_an_in_place_op_with_a_cpu_operand():
-    with pytest.raises(AssertionError, match=r"same device, but found .* gpu:0 and cpu"):
+    # gpu:0 on the stand-in, cuda:0 on a machine with a GPU (the course uses it instead).
+    with pytest.raises(AssertionError, match=rf"same device, but found .* {GPU} and cpu"):
         on_gpu(_adds_cpu_in_place, torch.ones(3))
 
 
 def test_on_gpu_allows_what_a_gpu_allows():
     result = on_gpu(_adds_cpu_scalar_and_copies_from_cpu, torch.ones(3))
-    assert result.device.type == "gpu" and result.tolist() == [2.0, 4.0, 0.0]
+    assert result.device == GPU and result.tolist() == [2.0, 4.0, 0.0]
 
 
 def _reads_values(values: torch.Tensor) -> torch.Tensor:
@@ -281,7 +283,7 @@ def _reads_values(values: torch.Tensor) -> torch.Tensor:
 
 def test_on_gpu_runs_answers_that_read_values():
     result = on_gpu(_reads_values, torch.tensor([3.0, -1.0, 3.0, 2.0]))
-    assert result.device.type == "gpu" and result.tolist() == [6.0, 9.0]
+    assert result.device == GPU and result.tolist() == [6.0, 9.0]
 
 
 def _writes_cpu_values_by_index(values: torch.Tensor) -> torch.Tensor:

@@ -185,6 +185,10 @@ class Zygote:
         command += ["--preload", ",".join(self.preload)]
         env = kept_environment(dict(os.environ))
         env.update(PYTHONDONTWRITEBYTECODE="1", HOME=str(self.run_dir))
+        if self.limits.device == "cpu":
+            # The zygote imports autograd_pitfalls, which picks the course's GPU once: the
+            # stand-in, as in the kernels, not a GPU this machine may have.
+            env["CUDA_VISIBLE_DEVICES"] = ""
         if self.limits.torch_threads > 0:
             # Read once, when torch loads its OpenMP and MKL here: the kernels inherit it.
             threads = str(self.limits.torch_threads)

@@ -494,7 +494,7 @@ def _assert_seen_grad(seen, expected, *, name, device, atol) -> None:
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         seen = seen.values
     assert_grad_close(seen, expected, name=name, atol=atol)
 
@@ -780,7 +780,7 @@ def _assert_seen_grad(seen, expected, *, name, device) -> None:
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         seen = seen.values
     assert_grad_close(seen, expected, name=name)
 
@@ -795,7 +795,7 @@ def judge(seen, case):
         parameter = run["parameter"]
         _assert_seen_leaf(parameter, "the returned parameter")
         assert parameter.cls == "Parameter", f"return the nn.Parameter, not a {parameter.cls}"
-        assert parameter.device_type == device, f"the Parameter is on {parameter.device}"
+        assert parameter.is_on(device), f"the Parameter is on {parameter.device}"
         assert torch.equal(run["values"].values, values), "values was modified"
         assert parameter.shape == values.shape and torch.equal(parameter.values, values), (
             "the Parameter should still hold values"
@@ -1037,7 +1037,7 @@ def _assert_seen_grad(seen, expected, *, name, device) -> None:
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         seen = seen.values
     assert_grad_close(seen, expected, name=name)
 
@@ -1063,7 +1063,7 @@ def judge(seen, case):
         assert result.shape == values.shape, (
             f"shape {tuple(result.shape)}, expected {tuple(values.shape)}"
         )
-        assert result.device_type == device, (
+        assert result.is_on(device), (
             f"the result is on {result.device}, param on {device}. " + explain("wrong-device")
         )
         assert torch.equal(run["result_values"].values, kept), f"expected {kept.tolist()}"
@@ -1406,7 +1406,7 @@ def _assert_seen_grad(seen, expected, *, name, device) -> None:
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         seen = seen.values
     assert_grad_close(seen, expected, name=name)
 
@@ -1421,7 +1421,7 @@ def judge(seen, case):
         _assert_seen_leaf(weight, "weight_from_checkpoint(...)")
         assert weight.cls == "Parameter", f"return an nn.Parameter, not a {weight.cls}"
         assert weight.shape == (rows, cols), f"shape {weight.shape}, expected {(rows, cols)}"
-        assert weight.device_type == device, f"the weight is on {weight.device}"
+        assert weight.is_on(device), f"the weight is on {weight.device}"
         assert weight.dtype == dtype, f"the weight is {weight.dtype}, expected {dtype}"
         assert run["registered"] == ["weight"], (
             "a module does not register the weight: it is not an nn.Parameter"

@@ -882,7 +882,7 @@ def _grad_close(seen, expected, name, device, atol):
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         assert seen.values is not None, f"{name}: its values could not be read ({seen.dtype})"
         seen = seen.values
     assert_grad_close(seen, expected, name=name, atol=atol)
@@ -894,7 +894,7 @@ def _tensor_on(seen, name, device, dtype):
     assert seen.cls in ("Tensor", "Parameter"), (
         f"the {name} should be a torch.Tensor, not the subclass {seen.cls}."
     )
-    assert seen.device_type == device, (
+    assert seen.is_on(device), (
         f"the {name} is on {seen.device}, the inputs on {device}. " + explain("wrong-device")
     )
     assert seen.dtype == dtype, (
@@ -1214,7 +1214,7 @@ def _grad_close(seen, expected, name, device, atol):
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         assert seen.values is not None, f"{name}: its values could not be read ({seen.dtype})"
         seen = seen.values
     assert_grad_close(seen, expected, name=name, atol=atol)
@@ -1538,7 +1538,7 @@ def _grad_close(seen, expected, name, device, atol):
         assert seen.cls in ("Tensor", "Parameter"), (
             f"{name} should be a torch.Tensor (or an nn.Parameter), not the subclass {seen.cls}."
         )
-        assert seen.device_type == device, f"{name} is on {seen.device}, expected it on {device}."
+        assert seen.is_on(device), f"{name} is on {seen.device}, expected it on {device}."
         assert seen.values is not None, f"{name}: its values could not be read ({seen.dtype})"
         seen = seen.values
     assert_grad_close(seen, expected, name=name, atol=atol)

@@ -933,9 +933,7 @@ def judge(seen, case):
             assert grad.cls in ("Tensor", "Parameter"), (
                 f"logits.grad should be a torch.Tensor, not the subclass {grad.cls}."
             )
-            assert grad.device_type == device, (
-                f"logits.grad is on {grad.device}, expected {device}."
-            )
+            assert grad.is_on(device), f"logits.grad is on {grad.device}, expected {device}."
         assert_grad_close(
             None if grad is None else grad.values,
             hand_gradient(start, targets),
@@ -952,7 +950,7 @@ def judge(seen, case):
         assert not predictions.requires_grad and predictions.grad_fn is None, (
             "predictions should carry no graph. " + explain("graph-kept-alive")
         )
-        assert predictions.dtype == dtype and predictions.device_type == device, (
+        assert predictions.dtype == dtype and predictions.is_on(device), (
             f"predictions should be {dtype} on {device}, like logits; got "
             f"{predictions.dtype} on {predictions.device}"
         )

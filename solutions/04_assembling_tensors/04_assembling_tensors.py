@@ -784,7 +784,7 @@ def judge(seen, case):
         assert isinstance(features, TensorSeen) and features.shape == (3,), (
             "return a tensor of shape (3,)"
         )
-        assert features.device_type == device, explain("wrong-device")
+        assert features.is_on(device), explain("wrong-device")
         assert features.dtype == dtype, (
             f"features are {features.dtype}, paramn_ is {dtype}. " + explain("wrong-dtype")
         )
@@ -1059,7 +1059,7 @@ def judge(seen, case):
         assert isinstance(matrix, TensorSeen) and matrix.shape == (n, degree + 1), (
             f"the result should have shape {(n, degree + 1)}"
         )
-        assert matrix.device_type == device, explain("wrong-device")
+        assert matrix.is_on(device), explain("wrong-device")
         assert matrix.dtype == dtype, f"the result is {matrix.dtype}, x is {dtype}. " + explain(
             "wrong-dtype"
         )
@@ -1377,7 +1377,7 @@ def judge(seen, case):
             continue
         matrix = run["matrix"]
         assert isinstance(matrix, TensorSeen) and matrix.shape == (3, 3), "return a (3, 3) tensor"
-        assert matrix.device_type == device, explain("wrong-device")
+        assert matrix.is_on(device), explain("wrong-device")
         assert matrix.dtype == dtype, f"the matrix is {matrix.dtype}, theta is {dtype}. " + explain(
             "wrong-dtype"
         )

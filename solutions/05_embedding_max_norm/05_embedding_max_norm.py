@@ -877,7 +877,7 @@ def judge(seen, case):
             "tied_rnn_logits should return a tensor"
         )
         assert got.shape == shape, f"logits should have shape {shape}, got {got.shape}"
-        assert got.device_type == device, explain("wrong-device")
+        assert got.is_on(device), explain("wrong-device")
         assert got.dtype == dtype, f"the logits should be {dtype}, like the model, got {got.dtype}"
         assert torch.allclose(got.values, logits, atol=1e-5), (
             f"the logits of step 0 should be {[round(v, 4) for v in logits[0, 0].tolist()]}, "
@@ -894,7 +894,7 @@ def judge(seen, case):
     gpu = seen["gpu"]
     assert gpu["failure"] is None, gpu["failure"]
     got = gpu["logits"]
-    assert got.device_type == "gpu" and got.dtype == dtype, explain("wrong-device")
+    assert got.is_on("gpu") and got.dtype == dtype, explain("wrong-device")
     assert torch.allclose(got.values, logits, atol=1e-5), (
         "on a GPU, the logits differ from those on the CPU"
     )
@@ -1065,7 +1065,7 @@ def judge(seen, case):
             "max_norm_lookup should return a tensor"
         )
         assert rows.shape == shape, f"the result should have shape {shape}"
-        assert rows.device_type == device, explain("wrong-device")
+        assert rows.is_on(device), explain("wrong-device")
         assert rows.dtype == weight.dtype, (
             f"the result should be {weight.dtype}, like weight, got {rows.dtype}"
         )

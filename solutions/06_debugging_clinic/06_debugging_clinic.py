@@ -917,7 +917,7 @@ def judge(seen, case):
     x, targets = case["x"].to(dtype), case["targets"].to(dtype)
     wanted = ["body.bias", "body.weight", "head.bias", "head.weight"]
     moved = seen["moved_scale"]
-    assert isinstance(moved, TensorSeen) and moved.device_type == "gpu" and moved.dtype == dtype, (
+    assert isinstance(moved, TensorSeen) and moved.is_on("gpu") and moved.dtype == dtype, (
         f"after model.to(device, {dtype}), scale should be on that device and {dtype}. "
         + explain("module-state-unregistered")
     )
@@ -938,7 +938,7 @@ def judge(seen, case):
             assert isinstance(scores, TensorSeen) and scores.shape == (len(x),), (
                 f"forward(x) should return one score per row, shape ({len(x)},)"
             )
-            assert scores.device_type == device, explain("wrong-device")
+            assert scores.is_on(device), explain("wrong-device")
             assert torch.allclose(scores.values, expected, rtol=1e-4, atol=1e-6), (
                 "the scores differ from head(relu(body(x)) * scale).squeeze(1)"
                 + (

@@ -163,8 +163,20 @@ class TensorSeen:
 
     @property
     def device_type(self) -> str:
-        """The device's type: ``"cpu"``, ``"meta"``, ``"cuda"``."""
+        """The device's type: ``"cpu"``, ``"meta"``, ``"cuda"``, ``"gpu"`` (the stand-in)."""
         return self.device.split(":")[0]
+
+    def is_on(self, device: str) -> bool:
+        """Whether the tensor was on ``device``, a device type as the probes name them.
+
+        Args:
+            device: ``"cpu"``, ``"cuda"``, or ``"gpu"``: the course's GPU
+                (``autograd_pitfalls.GPU``), the stand-in's ``gpu`` on a machine without a
+                GPU and ``cuda`` on one with a GPU, where the course uses the real one.
+        """
+        if device == "gpu":
+            return self.device_type in ("gpu", "cuda")
+        return self.device_type == device
 
 
 def _number_out(value: float | bool) -> float | bool | str:

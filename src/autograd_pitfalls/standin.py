@@ -22,10 +22,19 @@ While :func:`on_gpu` runs a function, ``"cuda"`` as a device, ``.cuda()`` and ``
 mean the stand-in too, so code written for CUDA runs as it would there. What it does not
 copy from CUDA (``x.device.type`` is ``"gpu"``, not ``"cuda"``; no streams, no
 asynchrony) is listed with the cases in ``tests/test_gpu_standin.py``.
+
+On a machine with a GPU the course uses that GPU instead: ``GPU`` is ``cuda:0``,
+:func:`to_gpu` and :func:`on_gpu` move to it, and the stand-in is not set up at all. It
+cannot be: once a process registers a backend of its own (PrivateUse1), torch takes it for
+the process's one accelerator, and every backward pass over CUDA tensors fails inside
+torch's autograd engine (``opt_ready_stream && opt_parent_stream INTERNAL ASSERT FAILED``;
+pytorch/pytorch#161129, seen on an H100 with torch 2.11). To use the stand-in on such a
+machine, hide the GPU: ``CUDA_VISIBLE_DEVICES=``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import re
@@ -40,9 +49,25 @@ from autograd_pitfalls import compat
 from autograd_pitfalls.compat import tree_leaves, tree_map
 from autograd_pitfalls.pitfalls import explain
 
-__all__ = ["GPU", "StandInTensor", "gpu_standin", "on_gpu", "to_gpu", "to_host"]
+__all__ = ["GPU", "IS_STANDIN", "StandInTensor", "gpu_standin", "on_gpu", "to_gpu", "to_host"]
 
-GPU = compat.gpu_standin_device()
+
+def _course_gpu() -> torch.device:
+    """The machine's first CUDA device if it has one, else the stand-in's ``gpu:0``.
+
+    ``torch.cuda.device_count()`` asks NVML and does not initialise CUDA, so a process that
+    imports this module (the grader's zygote) can still fork kernels that use the GPU.
+    """
+    if torch.cuda.device_count() > 0:
+        return torch.device("cuda", 0)
+    return compat.gpu_standin_device()
+
+
+GPU = _course_gpu()
+# Whether GPU is the stand-in (no GPU here) or the machine's own CUDA device.
+IS_STANDIN = GPU.type != "cuda"
+# How a failure message names the GPU its inputs were on.
+_WHICH_GPU = f"here a stand-in for one, device '{GPU.type}'" if IS_STANDIN else f"device {GPU}"
 CPU = torch.device("cpu")
 
 # Ops that take tensors from two devices on CUDA too: copies between devices.
@@ -228,7 +253,8 @@ def _factory_kernel(func: Any, *args: Any, **kwargs: Any) -> Any:
     return _run(func, args, kwargs)
 
 
-compat.register_gpu_standin_kernel(_factory_kernel)
+if IS_STANDIN:
+    compat.register_gpu_standin_kernel(_factory_kernel)
 
 # Factories that torch builds as empty((0,)) and then an out= op that resizes it: a wrapper
 # cannot follow that resize (its shape would stay (0,)), so they get a kernel of their own.
@@ -242,7 +268,7 @@ _RESIZING_FACTORIES = (
     "eye.m",
 )
 _factories = torch.library.Library("aten", "IMPL")
-for _name in _RESIZING_FACTORIES:
+for _name in _RESIZING_FACTORIES if IS_STANDIN else ():
     _packet, _, _overload = _name.partition(".")
     _factories.impl(
         _name,
@@ -289,15 +315,16 @@ class _CudaMeansStandIn(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def gpu_standin() -> TorchFunctionMode:
+def gpu_standin() -> contextlib.AbstractContextManager:
     """Returns a context in which code written for CUDA runs on the stand-in.
 
     Inside it, ``"cuda"`` as a device, ``.cuda()`` and ``is_cuda`` mean the stand-in, and
     ``torch.tensor(data, device=GPU)`` works (torch cannot build a tensor from Python data
     on a device written in Python: it is built on the CPU and moved). :func:`on_gpu` runs
     its function in it; a test that hands ``GPU`` to an answer as a device uses it too.
+    Where ``GPU`` is the machine's own CUDA device, the context changes nothing.
     """
-    return _CudaMeansStandIn()
+    return _CudaMeansStandIn() if IS_STANDIN else contextlib.nullcontext()
 
 
 def to_gpu(value: Any) -> Any:
@@ -382,14 +409,13 @@ def on_gpu(function: Callable[..., Any], *args: Any, name: str | None = None, **
         if "device" not in text:
             raise
         raise AssertionError(
-            f"{label} failed when its inputs were on a GPU (here a stand-in for one, device "
-            f"'{GPU.type}'): {type(error).__name__}: {text.splitlines()[0]}\n"
-            + explain("wrong-device")
+            f"{label} failed when its inputs were on a GPU ({_WHICH_GPU}): "
+            f"{type(error).__name__}: {text.splitlines()[0]}\n" + explain("wrong-device")
         ) from None
     for path, tensor in _tensors_in(result, "result"):
         if tensor.device != GPU:
             raise AssertionError(
-                f"{label}: {path} is on {tensor.device}, but the inputs were on a GPU (here "
-                f"a stand-in for one, device '{GPU.type}'). " + explain("wrong-device")
+                f"{label}: {path} is on {tensor.device}, but the inputs were on a GPU "
+                f"({_WHICH_GPU}). " + explain("wrong-device")
             )
     return result
