@@ -28,6 +28,7 @@ Two kinds of row are marked:
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (torch's documentation spells it so)
 
 from autograd_pitfalls.compat import tree_leaves
-from autograd_pitfalls.standin import GPU, on_gpu, to_gpu, to_host
+from autograd_pitfalls.standin import GPU, IS_STANDIN, on_gpu, to_gpu, to_host
 
 CPU = torch.device("cpu")
 
@@ -1158,26 +1159,31 @@ def _run(case: Case, value: Any) -> Any:
     return case.function(to_gpu(value))
 
 
-def _on(device: str | None) -> torch.device | None:
-    return {"gpu": GPU, "cpu": CPU, None: None}[device]
+def _on(device: str | None, gpu: torch.device = GPU) -> torch.device | None:
+    return {"gpu": gpu, "cpu": CPU, None: None}[device]
 
 
-def _assert_devices(result: Any, device: str | None) -> None:
+def _assert_devices(result: Any, device: str | None, gpu: torch.device = GPU) -> None:
     tensors = [leaf for leaf in tree_leaves(result) if isinstance(leaf, torch.Tensor)]
     if device is None:
         assert not tensors, f"expected no tensor in the result, got {result!r}"
         return
     assert tensors, f"expected a tensor on {device}, got {result!r}"
-    assert {t.device for t in tensors} == {_on(device)}
+    assert {t.device for t in tensors} == {_on(device, gpu)}
+
+
+def _on_host(tensor: torch.Tensor) -> torch.Tensor:
+    """A CPU copy of a stand-in, CUDA or CPU tensor."""
+    return to_host(tensor) if tensor.device == GPU else tensor.detach().cpu()
 
 
 def _assert_same(got: Any, want: Any, *, values: bool = True) -> None:
-    """``got`` (maybe on the stand-in) equals ``want`` (CPU): its own shape, dtype, values."""
+    """``got`` (maybe on the stand-in or CUDA) equals ``want`` (CPU): shape, dtype, values."""
     if isinstance(want, torch.Tensor):
         assert isinstance(got, torch.Tensor), f"expected a tensor, got {got!r}"
         assert (tuple(got.shape), got.dtype) == (tuple(want.shape), want.dtype)
         if values:
-            torch.testing.assert_close(to_host(got), want.detach(), equal_nan=True)
+            torch.testing.assert_close(_on_host(got), want.detach(), equal_nan=True)
     elif isinstance(want, np.ndarray):
         np.testing.assert_allclose(got, want)
     elif isinstance(want, list | tuple):
@@ -1190,20 +1196,58 @@ def _assert_same(got: Any, want: Any, *, values: bool = True) -> None:
         assert got == want
 
 
-@pytest.mark.parametrize("case", [_row(case) for case in CASES])
-def test_the_standin_does_what_cuda_does(case: Case):
-    outcome = case.standin if case.known_difference else case.cuda
+def _assert_outcome(
+    case: Case, outcome: Works | Raises, run: Callable[[], Any], gpu: torch.device
+) -> None:
+    """``run()`` does what ``outcome`` says: raises so, or returns that on those devices."""
     if isinstance(outcome, Raises):
         with pytest.raises(outcome.error, match=outcome.match):
-            _run(case, case.make_input())
+            run()
         return
-    result = _run(case, case.make_input())
-    _assert_devices(result, outcome.device)
+    result = run()
+    _assert_devices(result, outcome.device, gpu)
     if outcome.value is SAME or outcome.value is ANY:
         want = (case.reference or case.function)(case.make_input())
         _assert_same(result, want, values=outcome.value is SAME)
     else:
         _assert_same(result, outcome.value)
+
+
+@pytest.mark.skipif(
+    not IS_STANDIN,
+    reason="this machine has a GPU, which the course uses instead of the stand-in "
+    "(CUDA_VISIBLE_DEVICES= hides it)",
+)
+@pytest.mark.parametrize("case", [_row(case) for case in CASES])
+def test_the_standin_does_what_cuda_does(case: Case):
+    outcome = case.standin if case.known_difference else case.cuda
+    _assert_outcome(case, outcome, lambda: _run(case, case.make_input()), GPU)
+
+
+def to_cuda(value: Any) -> Any:
+    """``to_gpu`` for a real GPU: the same structure, on ``cuda:0``, leaves kept leaves."""
+    if isinstance(value, nn.Parameter):
+        return nn.Parameter(value.detach().cuda(), requires_grad=value.requires_grad)
+    if isinstance(value, torch.Tensor):
+        moved = value.detach().cuda()
+        return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
+    if isinstance(value, nn.Module):
+        return copy.deepcopy(value).cuda()
+    if isinstance(value, list | tuple):
+        return type(value)(to_cuda(item) for item in value)
+    if isinstance(value, dict):
+        return {key: to_cuda(item) for key, item in value.items()}
+    return value
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES])
+def test_cuda_does_what_the_table_says(case: Case):
+    """The table's ``cuda`` column, checked on a real GPU: the stand-in's specification is
+    only as good as what it says CUDA does. Every row, ``bug`` and ``known_difference``
+    rows too, since their ``cuda`` column is CUDA's behaviour."""
+    cuda = torch.device("cuda", torch.cuda.current_device())
+    _assert_outcome(case, case.cuda, lambda: case.function(to_cuda(case.make_input())), cuda)
 
 
 def test_the_table_is_complete_and_honest():
@@ -1217,3 +1261,25 @@ def test_the_table_is_complete_and_honest():
         assert not (case.known_difference and case.bug), case.id
         # on_gpu turns a device error into its own AssertionError: raising rows use to_gpu.
         assert not (case.via == "on_gpu" and isinstance(case.cuda, Raises)), case.id
+
+
+def test_the_course_uses_the_machines_gpu_where_it_has_one(monkeypatch):
+    from autograd_pitfalls import standin
+
+    # Setting the stand-in up for real would break CUDA's backward for the rest of this
+    # process on a machine with a GPU: the test sees only which way the choice goes.
+    monkeypatch.setattr(standin.compat, "gpu_standin_device", lambda: "the stand-in")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert standin._course_gpu() == torch.device("cuda", 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert standin._course_gpu() == "the stand-in"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_backward_pass_on_cuda_works_once_the_course_is_imported():
+    # With the stand-in's backend registered, torch would take it for the process's one
+    # accelerator and this backward would fail inside the engine (pytorch/pytorch#161129).
+    assert not IS_STANDIN and torch.device("cuda", 0) == GPU
+    leaf = torch.ones(3, device="cuda", requires_grad=True)
+    (leaf * 2).sum().backward()
+    assert leaf.grad.tolist() == [2.0, 2.0, 2.0]
