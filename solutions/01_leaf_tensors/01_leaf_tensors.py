@@ -1177,7 +1177,7 @@ assert [name for name, _ in layer.named_parameters()] == ["weight"]
 # When it must copy (another dtype, another device) it returns a non-leaf.
 # So `nn.Parameter(x).to(device)` gives a leaf when `device` is the CPU, and a non-leaf on a GPU.
 # This machine may have no GPU, so we use the course's stand-in for one, `GPU`, to show it:
-# a device named `gpu` whose tensors keep their values on the CPU and follow CUDA's rules on mixing devices; autograd treats it like any other device.
+# a device named `gpu` whose tensors keep their values on the CPU and follow CUDA's rules on mixing devices; autograd treats it like any other device. On a machine with a GPU, `GPU` is that GPU (`cuda:0`), and the cell runs there.
 
 # %%
 p = nn.Parameter(torch.randn(3))

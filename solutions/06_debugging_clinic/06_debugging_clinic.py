@@ -722,13 +722,13 @@ assert [name for name, _ in scorer.named_parameters()] == ["body.weight", "body.
 
 # %% [markdown]
 # On a GPU it fails.
-# This notebook runs it on the course's stand-in for a GPU (a CPU device named `gpu` that refuses what CUDA refuses; on CUDA the message names `cuda:0`).
+# This notebook runs it on the course's stand-in for a GPU (a CPU device named `gpu` that refuses what CUDA refuses; on CUDA the message names `cuda:0`), or on the GPU where the machine has one.
 # `model.to(device)` moves what the module registered: parameters, buffers and submodules.
 # `self.scale` is none of them, so it stays on the CPU, and so does the head built in `forward` from `nn.Linear`'s CPU default.
 
 # %%
 with gpu_standin():
-    scorer_on_gpu = Scorer(3, 4).to("cuda")  # "cuda" means the stand-in here
+    scorer_on_gpu = Scorer(3, 4).to("cuda")  # the stand-in here (the GPU, where there is one)
     print("body.weight:", scorer_on_gpu.body.weight.device, "| scale:", scorer_on_gpu.scale.device)
     with expect_error(RuntimeError, match="Expected all tensors to be on the same device"):
         scorer_on_gpu(x.to("cuda"))
