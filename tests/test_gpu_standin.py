@@ -358,6 +358,13 @@ def branch_on_a_value(x: torch.Tensor) -> str:
     return "big" if (x > 2).any() else "small"
 
 
+def module_moved_keeps_its_parameter(x: torch.Tensor) -> bool:
+    layer = nn.Linear(2, 2)
+    weight = layer.weight
+    layer.to(x.device)
+    return layer.weight is weight and layer.weight.device == x.device
+
+
 def same_draw_as_the_cpu(x: torch.Tensor) -> bool:
     torch.manual_seed(0)
     here = torch.randn(3, device=x.device)
@@ -1132,6 +1139,20 @@ CASES = [
         via="on_gpu",
         known_difference="there is no CUDA behind torch.cuda: torch.cuda.is_available() is "
         "False under on_gpu, so 'cuda if torch.cuda.is_available() else cpu' picks the CPU.",
+        standin=Works(None, False),
+    ),
+    Case(
+        "module-to-keeps-its-parameters",
+        module_moved_keeps_its_parameter,
+        Works(None, True),
+        "torch/nn/modules/module.py Module._apply: compute_should_use_set_data: where "
+        "torch._has_compatible_shallow_copy_type(param, param_applied) (a CPU and a CUDA "
+        "dense tensor: yes), param.data = param_applied keeps the Parameter object; seen on "
+        "an H100",
+        known_difference="a stand-in tensor is a Python subclass, which param.data = cannot "
+        "take: Module._apply wraps each moved tensor in a new Parameter, and an optimiser made "
+        "before the move holds the old one, on the CPU. On CUDA the module keeps its "
+        "Parameter objects, and such an optimiser holds the moved ones.",
         standin=Works(None, False),
     ),
     Case(

@@ -1214,22 +1214,38 @@ assert layer.weight is weight and weight.dtype == torch.float64 and weight.is_le
 assert weight.data_ptr() != memory and optimizer.param_groups[0]["params"][0] is weight
 
 # %% [markdown]
-# Where the kinds are not compatible, `_apply` wraps the new tensor in a new Parameter instead.
-# Moving to another device is such a case: the module gets a new leaf Parameter, and an optimiser made before still holds the old one, on the CPU.
+# Where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), `_apply` wraps the new tensor in a new Parameter instead.
+# The module then gets a new leaf Parameter, and an optimiser made before still holds the old one, which training no longer reaches.
+# Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, now on the GPU, and an optimiser made before the move holds it (checked on an H100 with torch 2.11; the cell's last lines show it where a GPU is present).
+# `nn.Module.cuda`'s own docstring says otherwise (the cell prints its line from the installed torch): the objects stay the same.
+# The course's GPU stand-in is such a case, though: its tensors are a Python subclass, which `param.data = ...` cannot take, so there the module gets new Parameters.
 
 # %%
 layer = nn.Linear(3, 2)
 weight = layer.weight
 optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
-layer.to(GPU)
+torch.__future__.set_overwrite_module_params_on_conversion(True)
+try:
+    layer.double()
+finally:
+    torch.__future__.set_overwrite_module_params_on_conversion(False)
 held = optimizer.param_groups[0]["params"][0]
-print(f"same object: {layer.weight is weight} | new Parameter on {layer.weight.device}")
-print(f"the optimiser holds the old one: {held is weight}, on {held.device}")
+print(f"same object: {layer.weight is weight} | new Parameter: {layer.weight.dtype}")
+print(f"the optimiser holds the old one: {held is weight}, {held.dtype}")
 assert layer.weight is not weight and isinstance(layer.weight, nn.Parameter)
-assert layer.weight.is_leaf and held is weight and held.device.type == "cpu"
+assert layer.weight.is_leaf and held is weight and held.dtype == torch.float32
+
+docstring = " ".join(nn.Module.cuda.__doc__.split())
+print("nn.Module.cuda:", docstring[docstring.index("This also") :].split(". ")[0] + ".")
+assert "makes associated parameters and buffers different objects" in docstring
+layer = nn.Linear(3, 2)
+weight = layer.weight
+layer.to(GPU)  # a real GPU where there is one, else the stand-in
+print(f"layer.to({GPU}): same object: {layer.weight is weight}, on {layer.weight.device}")
+assert (layer.weight is weight) == (GPU.type == "cuda")
 
 # %% [markdown]
-# So move or cast the module first and build the optimiser after it.
+# So cast the module first and build the optimiser after it: that order is right whatever `_apply` does.
 # For a Parameter of your own, create the tensor on its device, with its dtype, then wrap:
 
 # %%

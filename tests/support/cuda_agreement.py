@@ -16,8 +16,10 @@ repository; no Jupyter and no nbgrader. Source notebooks come from ``autograder 
 
     python -m tests.support.cuda_agreement [--jobs N] [ASSIGNMENT ...]
 
-It prints one line per student and run whose verdicts differ, a summary, and exits 1 on a
-difference or a failed run.
+It prints one line per student whose verdicts differ, per run that failed, and per cell
+outside the tests that failed for the complete answers (``perfect``: the notebook's own
+demonstrations, which on CUDA take the branches that only a GPU takes), a summary, and
+exits 1 on any of them. ``--students perfect`` runs only those.
 """
 
 from __future__ import annotations
@@ -74,7 +76,11 @@ def autograded_cells(source: dict, submission: dict) -> list[tuple[str | None, s
 
 
 def run_notebook(assignment: str, student: str) -> dict[str, str]:
-    """Runs one submission in this process; returns ``{test grade_id: "pass" or the error}``."""
+    """Runs one submission in this process: ``{test grade_id: "pass" or the error}``.
+
+    An error in a cell that is not a test (a demonstration, a drawing) is kept too, under
+    ``"cell N"`` (N counts code cells from 1): the source's own cells must run on both.
+    """
     from IPython.core.interactiveshell import InteractiveShell
 
     source = json.loads((SOURCES / assignment / f"{assignment}.ipynb").read_text())
@@ -83,15 +89,16 @@ def run_notebook(assignment: str, student: str) -> dict[str, str]:
     shell = InteractiveShell.instance()
     verdicts: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as work, contextlib.chdir(work):
-        for grade_id, text, is_test in autograded_cells(source, submission):
+        for number, (grade_id, text, is_test) in enumerate(autograded_cells(source, submission)):
             shown = io.StringIO()
             with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
                 result = shell.run_cell(text, store_history=False)
             error = result.error_before_exec or result.error_in_exec
+            said = "pass" if error is None else f"{type(error).__name__}: {error}"[:300]
             if is_test and grade_id:
-                verdicts[grade_id] = (
-                    "pass" if error is None else f"{type(error).__name__}: {error}"[:300]
-                )
+                verdicts[grade_id] = said
+            elif error is not None:
+                verdicts[f"cell {number + 1}"] = said
     return verdicts
 
 
@@ -119,15 +126,17 @@ def _run_in_child(assignment: str, student: str, gpu_visible: bool) -> dict[str,
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _students(assignment: str) -> list[str]:
+def _students(assignment: str, only: list[str] | None = None) -> list[str]:
     folder = FIXTURES / assignment / "submissions"
-    return sorted(path.name for path in folder.iterdir() if path.is_dir())
+    every = sorted(path.name for path in folder.iterdir() if path.is_dir())
+    return [student for student in every if not only or student in only]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("assignments", nargs="*", help="assignment ids; all by default")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--students", nargs="+", help="only these fixture students")
     parser.add_argument("--one", nargs=2, metavar=("ASSIGNMENT", "STUDENT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -137,14 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     runs = [
         (assignment, student, visible)
         for assignment in assignments
-        for student in _students(assignment)
+        for student in _students(assignment, args.students)
         for visible in (False, True)
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
         results = dict(zip(runs, pool.map(lambda run: _run_in_child(*run), runs), strict=True))
-    differences = failures = cells = 0
+    differences = failures = cells = broken = 0
     for assignment in assignments:
-        for student in _students(assignment):
+        for student in _students(assignment, args.students):
             standin, cuda = (
                 results[(assignment, student, False)],
                 results[(assignment, student, True)],
@@ -155,7 +164,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{assignment}/{student} on {name}: the run failed: {result}")
             if isinstance(standin, str) or isinstance(cuda, str):
                 continue
-            for grade_id in sorted(standin.keys() | cuda.keys()):
+            for name, result in (("stand-in", standin), ("cuda", cuda)):
+                # A source cell that fails for the complete answers is a notebook bug.
+                for cell in [key for key in result if key.startswith("cell ")]:
+                    if student == "perfect":
+                        broken += 1
+                        print(f"{assignment}/{student} {cell} failed on {name}: {result[cell]}")
+            for grade_id in sorted(k for k in standin.keys() | cuda.keys() if "cell " not in k):
                 cells += 1
                 here, there = standin.get(grade_id, "missing"), cuda.get(grade_id, "missing")
                 if (here == "pass") != (there == "pass"):
@@ -164,9 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     students = len(runs) // 2
     print(
         f"{students} students, {cells} test cells compared: {differences} verdicts differ "
-        f"between the stand-in and CUDA, {failures} runs failed"
+        f"between the stand-in and CUDA, {failures} runs failed, {broken} cells of the "
+        "complete answers (perfect) failed outside the tests"
     )
-    return 1 if differences or failures else 0
+    return 1 if differences or failures or broken else 0
 
 
 if __name__ == "__main__":
