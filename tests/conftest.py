@@ -181,5 +181,8 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
         terminalreporter.write_line(f"browser test screenshots: {folder}")
     run_all = getattr(config, "run_all_seconds", {})
     if run_all:
-        timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in run_all.items())
+        timings = ", ".join(
+            f"{name} {seconds:.1f} s (kernel ready {ready:.1f} s after opening)"
+            for name, (seconds, ready) in run_all.items()
+        )
         terminalreporter.write_line(f"Run All in JupyterLab (fresh kernel): {timings}")

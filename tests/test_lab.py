@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -12,7 +13,14 @@ import urllib.request
 import pytest
 
 from autograder.course import REPO, assignment_ids
-from autograder.learner.lab import LAB_PLUGINS_OFF, configure_learner_lab, lab_command
+from autograder.learner.lab import (
+    LAB_PLUGINS_OFF,
+    LEARNER_KERNELS,
+    configure_learner_lab,
+    lab_command,
+    warm_modules,
+    warm_startup_line,
+)
 
 TOKEN = "autograd-pitfalls-test"
 
@@ -84,3 +92,27 @@ def test_lab_validate_button_works_and_the_log_stays_clean(lab):
         if line.startswith(("[E ", "[W ")) or "Traceback" in line
     ]
     assert not problems, "\n".join(problems)
+
+
+def test_the_warm_startup_line_imports_and_binds_no_name():
+    import sys
+
+    namespace: dict = {}
+    exec(warm_startup_line(["json", "email.mime.text"]), namespace)
+    assert set(namespace) == {"__builtins__"}, "a name bound at start-up leaks into notebooks"
+    assert "email.mime.text" in sys.modules
+
+
+def test_the_learners_kernel_is_the_environments_own_started_warm():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    configure_learner_lab()
+    native = KernelSpecManager().get_kernel_spec("python3")
+    spec = json.loads((LEARNER_KERNELS / "python3" / "kernel.json").read_text())
+    *argv, startup = spec["argv"]
+    assert argv == native.argv and spec["metadata"] == native.metadata
+    assert startup == f"--IPKernelApp.exec_lines={[warm_startup_line(warm_modules())]!r}"
+    # Found from the released notebooks, beside the course's own list.
+    assert {"torch", "matplotlib.pyplot", "autograd_pitfalls.lint"} <= set(warm_modules())
+    [path] = [arg for arg in lab_command() if arg.startswith("JUPYTER_PATH=")]
+    assert path.removeprefix("JUPYTER_PATH=").split(os.pathsep)[0] == str(LEARNER_KERNELS.parent)
