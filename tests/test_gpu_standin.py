@@ -28,7 +28,6 @@ Two kinds of row are marked:
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1245,30 +1244,15 @@ def test_the_standin_does_what_cuda_does(case: Case):
     _assert_outcome(case, outcome, lambda: _run(case, case.make_input()), GPU)
 
 
-def to_cuda(value: Any) -> Any:
-    """``to_gpu`` for a real GPU: the same structure, on ``cuda:0``, leaves kept leaves."""
-    if isinstance(value, nn.Parameter):
-        return nn.Parameter(value.detach().cuda(), requires_grad=value.requires_grad)
-    if isinstance(value, torch.Tensor):
-        moved = value.detach().cuda()
-        return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
-    if isinstance(value, nn.Module):
-        return copy.deepcopy(value).cuda()
-    if isinstance(value, list | tuple):
-        return type(value)(to_cuda(item) for item in value)
-    if isinstance(value, dict):
-        return {key: to_cuda(item) for key, item in value.items()}
-    return value
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES])
 def test_cuda_does_what_the_table_says(case: Case):
     """The table's ``cuda`` column, checked on a real GPU: the stand-in's specification is
     only as good as what it says CUDA does. Every row, ``bug`` and ``known_difference``
-    rows too, since their ``cuda`` column is CUDA's behaviour."""
-    cuda = torch.device("cuda", torch.cuda.current_device())
-    _assert_outcome(case, case.cuda, lambda: case.function(to_cuda(case.make_input())), cuda)
+    rows too, since their ``cuda`` column is CUDA's behaviour. On a machine with a GPU the
+    course's ``GPU`` is that GPU, so ``to_gpu`` moves the input to CUDA."""
+    assert torch.device("cuda", 0) == GPU
+    _assert_outcome(case, case.cuda, lambda: case.function(to_gpu(case.make_input())), GPU)
 
 
 def test_the_table_is_complete_and_honest():
