@@ -78,6 +78,9 @@ def autograded_cells(source: dict, submission: dict) -> list[tuple[str | None, s
 def run_notebook(assignment: str, student: str) -> dict[str, str]:
     """Runs one submission in this process: ``{test grade_id: "pass" or the error}``.
 
+    A test cell passes when it raises nothing. (nbgrader also fails one that writes to
+    stderr; stderr is not read here, on either device, so both runs are judged alike.)
+
     An error in a cell that is not a test (a demonstration, a drawing) is kept too, under
     ``"cell N"`` (N counts code cells from 1): the source's own cells must run on both.
     """
