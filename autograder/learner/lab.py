@@ -78,14 +78,22 @@ def warm_modules(notebooks: Path = REPO / "notebooks") -> list[str]:
 
 
 def warm_startup_line(modules: list[str]) -> str:
-    """One line for the kernel's ``exec_lines``: imports ``modules``, binds no name.
+    """One ``exec_lines`` entry (a cell): imports ``modules``, binds no name.
 
     A name bound here would be defined in every notebook before its own imports run, so a
     cell that forgot an import would work in JupyterLab and fail when validated or graded.
-    (IPython reports an import that fails on the kernel's log; the kernel starts anyway.)
+    A module that cannot be imported is passed over: the others are still imported, and
+    the notebook's own cell says what is wrong with it.
     """
     names = ", ".join(repr(name) for name in modules)
-    return f"[__import__('importlib').import_module(n) for n in ({names},)] and None"
+    return (
+        f"for _warm in ({names},):\n"
+        "    try:\n"
+        "        __import__('importlib').import_module(_warm)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "del _warm\n"
+    )
 
 
 def _write_learner_kernel() -> None:
