@@ -116,3 +116,12 @@ def test_the_learners_kernel_is_the_environments_own_started_warm():
     assert {"torch", "matplotlib.pyplot", "autograd_pitfalls.lint"} <= set(warm_modules())
     [path] = [arg for arg in lab_command() if arg.startswith("JUPYTER_PATH=")]
     assert path.removeprefix("JUPYTER_PATH=").split(os.pathsep)[0] == str(LEARNER_KERNELS.parent)
+
+
+def test_configuring_again_from_make_labs_own_terminal_keeps_one_startup_line(monkeypatch):
+    configure_learner_lab()
+    written = (LEARNER_KERNELS / "python3" / "kernel.json").read_text()
+    # A terminal in JupyterLab inherits the server's JUPYTER_PATH: the spec found first is ours.
+    monkeypatch.setenv("JUPYTER_PATH", str(LEARNER_KERNELS.parent))
+    configure_learner_lab()
+    assert (LEARNER_KERNELS / "python3" / "kernel.json").read_text() == written

@@ -103,10 +103,11 @@ def _write_learner_kernel() -> None:
 
     native = KernelSpecManager().get_kernel_spec(NATIVE_KERNEL_NAME)
     spec = native.to_dict()
-    spec["argv"] = [
-        *native.argv,
-        f"--IPKernelApp.exec_lines={[warm_startup_line(warm_modules())]!r}",
-    ]
+    # Run from `make lab`'s own terminal, JUPYTER_PATH finds this very spec first: its
+    # start-up line is replaced, not added to.
+    startup = "--IPKernelApp.exec_lines="
+    argv = [arg for arg in native.argv if not arg.startswith(startup)]
+    spec["argv"] = [*argv, f"{startup}{[warm_startup_line(warm_modules())]!r}"]
     folder = LEARNER_KERNELS / NATIVE_KERNEL_NAME
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(spec, indent=1) + "\n"
