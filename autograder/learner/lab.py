@@ -8,7 +8,7 @@ news feed, whose consent pop-up would cover the first notebook.
 A notebook's kernel imports torch, the course's helpers and what the notebooks import as it
 starts, before it says it is ready (the learner is reading the first cells by then), so
 that Run All does not wait for them: measured by the browser test, Run All took 1.0-2.9 s
-instead of 2.4-6.4 s, and the kernel was ready 5.5-8.0 s after the notebook opened instead
+instead of 2.4-6.4 s, and the kernel was ready 5.3-8.0 s after the notebook opened instead
 of about 3 s. It is the environment's own kernel with one start-up line, which binds no
 name: a cell that forgot an import still fails, as it would when validated or graded.
 """
