@@ -253,9 +253,6 @@ def _factory_kernel(func: Any, *args: Any, **kwargs: Any) -> Any:
     return _run(func, args, kwargs)
 
 
-if IS_STANDIN:
-    compat.register_gpu_standin_kernel(_factory_kernel)
-
 # Factories that torch builds as empty((0,)) and then an out= op that resizes it: a wrapper
 # cannot follow that resize (its shape would stay (0,)), so they get a kernel of their own.
 _RESIZING_FACTORIES = (
@@ -267,17 +264,22 @@ _RESIZING_FACTORIES = (
     "eye",
     "eye.m",
 )
+# Holds the kernels below: torch keeps a kernel only while its Library lives.
 _factories = torch.library.Library("aten", "IMPL")
-for _name in _RESIZING_FACTORIES if IS_STANDIN else ():
-    _packet, _, _overload = _name.partition(".")
-    _factories.impl(
-        _name,
-        functools.partial(
-            _factory_kernel,
-            getattr(getattr(torch.ops.aten, _packet), _overload or "default"),
-        ),
-        "PrivateUse1",
-    )
+# Where GPU is the machine's own CUDA device, no kernel is registered for the stand-in's
+# backend (see the module's docstring).
+if IS_STANDIN:
+    compat.register_gpu_standin_kernel(_factory_kernel)
+    for _name in _RESIZING_FACTORIES:
+        _packet, _, _overload = _name.partition(".")
+        _factories.impl(
+            _name,
+            functools.partial(
+                _factory_kernel,
+                getattr(getattr(torch.ops.aten, _packet), _overload or "default"),
+            ),
+            "PrivateUse1",
+        )
 
 _CUDA_NAME = re.compile(r"cuda(:\d+)?")
 # Functions that build a tensor from Python data: torch cannot hand those to a device
