@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import uuid
-from collections.abc import Iterator, Sequence
-from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.sharedctypes import Synchronized
 
@@ -102,6 +102,23 @@ def _start_local_worker(
     _start_kept_worker(settings, sandbox, counter, handoffs)
     _reference, _settings = reference, settings
     current_worker(settings).grader_for(reference)  # waits for the zygote
+
+
+def _each_as_done(
+    submit: Callable[[StudentNotebook], Future], students: Sequence[StudentNotebook]
+) -> Iterator[list[GradedNotebook]]:
+    """Submits each student alone; yields the results in the order they finish.
+
+    In that order, progress shows each student at once. A pool whose process died is a
+    :class:`ZygoteError`.
+    """
+    try:
+        futures = [submit(student) for student in students]
+        for future in as_completed(futures):
+            yield future.result()
+    except BrokenProcessPool as error:
+        # A worker died outside a student's kernel: its zygote did not start.
+        raise ZygoteError(f"a grading process failed: {error}") from error
 
 
 def _grade_local(batch: list[StudentNotebook]) -> list[GradedNotebook]:
@@ -193,14 +210,9 @@ class LocalExecutor:
                 initializer=_start_local_worker,
                 initargs=(settings, self.sandbox, reference, counter, handoffs),
             ) as pool:
-                try:
-                    # In the order they finish, so that progress shows each at once.
-                    futures = [pool.submit(_grade_local, [student]) for student in students]
-                    for future in as_completed(futures):
-                        yield future.result()
-                except BrokenProcessPool as error:
-                    # A worker died outside a student's kernel: its zygote did not start.
-                    raise ZygoteError(f"a grading process failed: {error}") from error
+                yield from _each_as_done(
+                    lambda student: pool.submit(_grade_local, [student]), students
+                )
         finally:
             close_zygotes(zygotes)
 
@@ -262,16 +274,11 @@ class _KeptWorkers:
             for student in students:
                 yield self.worker.grade(reference, [student])
             return
-        assert self.pool is not None
-        try:
-            futures = [
-                self.pool.submit(grade_batch, reference, [student], settings)
-                for student in students
-            ]
-            for future in as_completed(futures):
-                yield future.result()
-        except BrokenProcessPool as error:
-            raise ZygoteError(f"a grading process failed: {error}") from error
+        pool = self.pool
+        assert pool is not None
+        yield from _each_as_done(
+            lambda student: pool.submit(grade_batch, reference, [student], settings), students
+        )
 
     def close(self) -> None:
         if self.worker is not None:
