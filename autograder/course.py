@@ -213,11 +213,26 @@ class Course:
         """The generated student notebook of ``assignment``."""
         return self.release / assignment / f"{assignment}.ipynb"
 
+    def settings(self, config: Config | None = None) -> Config:
+        """Returns the nbgrader settings of this course: :func:`nbgrader_config`, its folders.
+
+        Args:
+            config: Extra settings merged over them.
+        """
+        merged = nbgrader_config()
+        merged.CourseDirectory.root = str(self.root)
+        merged.CourseDirectory.source_directory = str(self.source)
+        merged.CourseDirectory.release_directory = str(self.release)
+        merged.CourseDirectory.db_url = self.gradebook_url()
+        if config is not None:
+            merged.merge(config)
+        return merged
+
     def api(self, config: Config | None = None) -> NbGraderAPI:
         """Returns nbgrader's Python API bound to this course's folders.
 
         Args:
-            config: Extra settings merged over :func:`nbgrader_config`.
+            config: Extra settings merged over :meth:`settings`.
         """
         # Imported here: nbgrader takes seconds to import, and the grader starts its
         # zygotes before it needs nbgrader (see autograder.cli).
@@ -228,13 +243,7 @@ class Course:
 
         read_gradebook_schema_in_process()  # the API creates the gradebook when missing
 
-        merged = nbgrader_config()
-        merged.CourseDirectory.root = str(self.root)
-        merged.CourseDirectory.source_directory = str(self.source)
-        merged.CourseDirectory.release_directory = str(self.release)
-        merged.CourseDirectory.db_url = self.gradebook_url()
-        if config is not None:
-            merged.merge(config)
+        merged = self.settings(config)
         put_interpreter_bin_on_path()
         coursedir = CourseDirectory(config=merged)
         return NbGraderAPI(coursedir=coursedir, config=merged)

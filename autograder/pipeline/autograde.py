@@ -18,13 +18,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
 from jupyter_client.provisioning import KernelProvisionerFactory
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (
@@ -42,6 +40,7 @@ from traitlets.config import Config
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
 from autograder.pipeline.reference import AssignmentReference, scratch_course
+from autograder.pipeline.steps import AutogradeSteps, notebook_bytes, notebook_resources
 from autograder.preprocessors.execute import SandboxedExecute
 from autograder.preprocessors.restore import RestoreFromSource
 from autograder.sandbox import provisioner, zygote
@@ -167,30 +166,6 @@ def _last_lines(text: str, count: int = 5) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
-# An exception's closing line in a traceback: "NameError: name 'x' is not defined".
-_EXCEPTION_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\b.*")
-# What nbgrader raises after any failure: it says nothing of the cause.
-_NBGRADER_SUMMARY = "Please see the the above traceback"
-
-
-def failure_cause(log: str) -> str:
-    """Returns the line of a failed autograde's log that says what failed.
-
-    nbgrader ends every failure with the same NbGraderException ("Please see the above
-    traceback"), so the last line says nothing; the cause is the last exception line
-    before it (a judge's NameError, a kernel that died). Falls back to the last line.
-
-    Args:
-        log: nbgrader's log of the run, with its error.
-    """
-    causes = [
-        line.strip()
-        for line in log.splitlines()
-        if _EXCEPTION_LINE.match(line) and _NBGRADER_SUMMARY not in line
-    ]
-    return causes[-1] if causes else _last_lines(log, 1)
-
-
 class Grader:
     """Grades students of one assignment one at a time, in this process, in a scratch course.
 
@@ -219,7 +194,8 @@ class Grader:
         self._stack = contextlib.ExitStack()
         self._folder = folder
         self.course: Course | None = None
-        self.api = None
+        self.steps: AutogradeSteps | None = None
+        self._recorder = None  # the scratch course's, made for the first feedback
 
     def start(self) -> None:
         """Lays out the scratch course, and waits for the zygote (started here if none)."""
@@ -228,10 +204,10 @@ class Grader:
             folder = Path(tempfile.mkdtemp(prefix="autograder-course-"))
             self._stack.callback(remove_tree, folder)
         self.course = scratch_course(self.reference, folder)
-        # nbgrader's whole autograde runs here, its gradebook steps against the scratch
-        # gradebook (thrown away), so that feedback can be rendered here too.
         secret = self.reference.grading_secret
-        self.api = self.course.api(grading_config(self.course, self.limits, secret))
+        config = self.course.settings(grading_config(self.course, self.limits, secret))
+        execute, _ = split_autograde_steps(config)
+        self.steps = AutogradeSteps(config, execute)
         if self.zygote is None:
             run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
             self._stack.callback(remove_tree, run_dir)
@@ -264,49 +240,71 @@ class Grader:
         submission = dataclasses.replace(student.submission, graded=False)
         if submission.status != OK:
             return GradedNotebook(submission, None, self.sandbox.describe())
-        assert self.course is not None and self.api is not None, "start() first"
-        student_id = submission.student_id
-        submitted = self.course.submitted_folder(student_id, self.assignment)
-        rendered, problem = None, ""
+        assert self.course is not None and self.steps is not None, "start() first"
+        if self.zygote is not None and not self.zygote.alive():
+            self.zygote.restart()  # an earlier student's code took it down
+        resources = notebook_resources(
+            self.assignment,
+            submission.student_id,
+            self.assignment,
+            self.course.gradebook_url(timeout=GRADEBOOK_TIMEOUT),
+            # The kernel starts with the assignment's data files, as nbgrader's autograded
+            # folder holds them (the source notebooks there are not copied).
+            self.course.source / self.assignment,
+        )
         try:
+            graded = self.steps.run(student.notebook, resources)
+        except Exception as error:  # the student gets the cause; the log, the traceback
+            _log.exception("autograde of %s failed", submission.student_id)
+            cause = one_line(f"autograde failed: {type(error).__name__}: {error}", self.course)
+            failed = dataclasses.replace(submission, status=ERROR, message=cause)
+            return GradedNotebook(failed, None, self.sandbox.describe())
+        content = notebook_bytes(graded)
+        status, message = outcome(graded)
+        joined = "; ".join(part for part in (submission.message, message) if part)
+        done = dataclasses.replace(submission, status=status, message=joined, graded=True)
+        rendered, problem = self._feedback(done, content) if feedback else (None, "")
+        return GradedNotebook(done, content, self.sandbox.describe(), rendered, problem)
+
+    def _feedback(
+        self, submission: Submission, content: bytes
+    ) -> tuple[dict[str, bytes] | None, str]:
+        """Renders a graded student's feedback; returns its files, or why it failed.
+
+        Feedback is scored from a gradebook: the graded notebook is recorded in the scratch
+        course's own (as the recording process records it in the course's), rendered from
+        there, and the scratch course keeps nothing of the student afterwards.
+        """
+        student_id = submission.student_id
+        if self._recorder is None:
+            from autograder.pipeline.record import Recorder  # it imports this module
+
+            self._recorder = Recorder(self.course, self.assignment, self.limits)
+            self._stack.callback(self._recorder.close)
+        try:
+            # nbgrader records a student it finds in submitted/ (the worker's notebook
+            # replaces that one: UseGradedNotebook).
+            submitted = self.course.submitted_folder(student_id, self.assignment)
             submitted.mkdir(parents=True)
-            (submitted / f"{self.assignment}.ipynb").write_bytes(student.notebook)
-            if self.zygote is not None and not self.zygote.alive():
-                self.zygote.restart()  # an earlier student's code took it down
-            graded = self.api.autograde(self.assignment, student_id, force=True, create=True)
-            if not graded["success"]:
-                # The whole log goes to the grader's log; the CSV gets its last line.
-                # nbgrader's "error" is its last exception only; the cause is in the log.
-                log = "\n".join(part for part in (graded["log"], graded.get("error")) if part)
-                _log.error("autograde of %s failed:\n%s", student_id, log)
-                message = "autograde failed: " + one_line(failure_cause(log), self.course)
-                failed = dataclasses.replace(submission, status=ERROR, message=message)
-                return GradedNotebook(failed, None, self.sandbox.describe())
-            path = self.course.autograded_notebook(student_id, self.assignment)
-            content = path.read_bytes()
-            if feedback:
-                rendered, problem = self._feedback(student_id)
+            (submitted / f"{self.assignment}.ipynb").write_bytes(content)
+            problem = self._recorder.save_grades(student_id, content)
+            if problem:
+                return None, "feedback failed: " + problem
+            result = self._recorder.api.generate_feedback(self.assignment, student_id, force=True)
+            if not result["success"]:
+                problem = _last_lines(result.get("error") or result["log"])
+                return None, "feedback failed: " + problem
+            folder = self.course.feedback / student_id / self.assignment
+            files, total = {}, 0
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and not path.is_symlink():
+                    total += path.stat().st_size
+                    if total > MAX_FEEDBACK_BYTES:
+                        return None, ""  # too large to send: the recording process renders it
+                    files[str(path.relative_to(folder))] = path.read_bytes()
+            return files, ""
         finally:
             # The scratch course keeps no student: each is graded once and sent back.
             for folder in (self.course.submitted, self.course.root / "autograded"):
                 remove_tree(folder / student_id)
             remove_tree(self.course.feedback / student_id)
-        status, message = outcome(nbformat.reads(content.decode(), as_version=4))
-        joined = "; ".join(part for part in (submission.message, message) if part)
-        done = dataclasses.replace(submission, status=status, message=joined, graded=True)
-        return GradedNotebook(done, content, self.sandbox.describe(), rendered, problem)
-
-    def _feedback(self, student_id: str) -> tuple[dict[str, bytes] | None, str]:
-        """Renders a graded student's feedback; returns its files, or why it failed."""
-        result = self.api.generate_feedback(self.assignment, student_id, force=True)
-        if not result["success"]:
-            return None, "feedback failed: " + _last_lines(result.get("error") or result["log"])
-        folder = self.course.feedback / student_id / self.assignment
-        files, total = {}, 0
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                total += path.stat().st_size
-                if total > MAX_FEEDBACK_BYTES:
-                    return None, ""  # too large to send: the recording process renders it
-                files[str(path.relative_to(folder))] = path.read_bytes()
-        return files, ""

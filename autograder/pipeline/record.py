@@ -118,19 +118,30 @@ class Recorder:
                     submission, status=ERROR, message=_joined(submission.message, "not graded")
                 )
             return submission
+        problem = self.save_grades(student, result.notebook)
+        if problem:
+            return dataclasses.replace(
+                submission, status=ERROR, message=_joined(submission.message, problem)
+            )
+        return dataclasses.replace(submission, graded=True)
+
+    def save_grades(self, student: str, notebook: bytes) -> str:
+        """Records a graded notebook: scores, ``autograded/``; returns why it failed, or "".
+
+        Args:
+            student: The student id.
+            notebook: Their graded notebook, as a worker returned it.
+        """
         staged = self.folder / student / f"{self.assignment}.ipynb"
         staged.parent.mkdir(parents=True, exist_ok=True)
-        staged.write_bytes(result.notebook)
+        staged.write_bytes(notebook)
         try:
             done = self.api.autograde(self.assignment, student, force=True, create=True)
         finally:
             remove_tree(staged.parent)
         if not done["success"]:
-            problem = "recording grades failed: " + _last_lines(done.get("error") or done["log"])
-            return dataclasses.replace(
-                submission, status=ERROR, message=_joined(submission.message, problem)
-            )
-        return dataclasses.replace(submission, graded=True)
+            return "recording grades failed: " + _last_lines(done.get("error") or done["log"])
+        return ""
 
     def write_feedback(self, submission: Submission, result: GradedNotebook) -> Submission:
         """Writes the feedback a worker rendered for a student just recorded.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.authoring.build import BuildError, build
 from autograder.course import Course
@@ -17,12 +18,14 @@ from autograder.pipeline.executors import LocalExecutor
 from autograder.pipeline.export import grade_rows, write_csv
 from autograder.pipeline.parallel import AUTOGRADE, FEEDBACK, Executor, grade_students
 from autograder.pipeline.progress import Progress
-from autograder.pipeline.report import Report, write_report
 from autograder.pipeline.worker import WorkerSettings
 from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import Zygote
 from autograder.submission import Submission, load_status, save_status
+
+if TYPE_CHECKING:
+    from autograder.pipeline.report import Report
 
 
 @dataclass(frozen=True)
@@ -225,5 +228,9 @@ def grade_class(
     finally:
         # Whatever stopped the batch, it ends with a CSV; students not graded say so.
         rows, csv_path = export_class(course, assignment)
+    # Imported for the report only: it reads the course's pitfalls, which import torch,
+    # and the process that only records the workers' results needs nothing else of it.
+    from autograder.pipeline.report import write_report
+
     report = write_report(course, assignment)
     return GradingResult(rows, csv_path, course.feedback, report)
