@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from autograder.course import Course
 from autograder.errors import AutograderError
-from autograder.pipeline import worker_context
+from autograder.pipeline import import_judge_modules, worker_context
 from autograder.pipeline.progress import Progress
 from autograder.sandbox.limits import DEVICES, Limits
 from autograder.sandbox.zygote import Zygote, close_zygotes, launch_zygotes
@@ -145,6 +145,8 @@ def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zyg
     if jobs > 1:
         # The grading processes fork from a server that imports nbgrader: start it now too.
         worker_context(start=True)
+    else:
+        import_judge_modules()  # this process grades
     return zygotes
 
 

@@ -142,3 +142,33 @@ def test_figures_still_show_in_a_kernel_forked_after_pyplot_was_preloaded(tmp_pa
     assert notebook.cells[0].outputs[0].text.strip() == "True"
     shown = [output.get("data", {}) for output in notebook.cells[1].outputs]
     assert any("image/png" in data for data in shown), nbformat.writes(notebook)[-1500:]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_command_imports_the_judges_modules_where_it_judges_while_the_zygotes_start(
+    jobs, monkeypatch, tmp_path
+):
+    """With one job this process judges: it imports torch while the zygote does, not at
+    the first student's first test; with more, the workers' forkserver does instead."""
+    import argparse
+
+    from autograder import cli
+    from autograder.course import Course
+
+    calls = []
+    monkeypatch.setattr(cli, "launch_zygotes", lambda sandbox, limits, count: ["zygote"] * count)
+    monkeypatch.setattr(cli, "import_judge_modules", lambda: calls.append("this process"))
+    monkeypatch.setattr(cli, "worker_context", lambda start: calls.append(f"forkserver {start}"))
+    args = argparse.Namespace(
+        executor="local",
+        sandbox=False,
+        jobs=jobs,
+        cell_timeout=10,
+        notebook_timeout=60,
+        memory_mb=2048,
+        device="cpu",
+        disk_mb=100,
+    )
+    zygotes = cli._launch(args, Course.at(tmp_path), students=5)
+    assert zygotes == ["zygote"] * jobs
+    assert calls == (["this process"] if jobs == 1 else ["forkserver True"])

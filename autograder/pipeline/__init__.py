@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.forkserver
@@ -29,3 +30,13 @@ def worker_context(start: bool = False) -> multiprocessing.context.ForkServerCon
     if start:
         multiprocessing.forkserver.ensure_running()
     return context  # type: ignore[return-value]
+
+
+def import_judge_modules() -> None:
+    """Imports what the judges import, in this process: it grades alone (``--jobs 1``).
+
+    The command line calls it while the zygote imports torch: otherwise the first judge
+    would import torch in the middle of the first student.
+    """
+    for name in JUDGE_MODULES:
+        importlib.import_module(name)
