@@ -593,3 +593,27 @@ def test_a_niced_process_keeps_its_priority_in_the_session_it_begins():
     reply = os.read(read, 100).decode()
     os.waitpid(pid, 0)
     assert reply == "0 7"  # the new group started at nice 0; the helper gave it the 7
+
+
+def test_the_kernel_client_retries_a_kernel_not_listening_yet_within_milliseconds(tmp_path):
+    """A forked kernel binds its sockets after nbclient connects: ZeroMQ's default 100 ms
+    retry was most of a kernel's start-up."""
+    import zmq
+    import zmq.asyncio
+    from jupyter_client.connect import write_connection_file
+
+    from autograder.sandbox.provisioner import RECONNECT_MAX_MS, RECONNECT_MS, ReadyClient
+
+    connection = tmp_path / "kernel.json"
+    write_connection_file(str(connection), transport="ipc", ip=str(tmp_path / "ipc"))
+    context = zmq.asyncio.Context()
+    client = ReadyClient(connection_file=str(connection), context=context)
+    client.load_connection_file()
+    client.start_channels()
+    try:
+        for channel in (client.shell_channel, client.iopub_channel, client.control_channel):
+            assert channel.socket.getsockopt(zmq.RECONNECT_IVL) == RECONNECT_MS
+            assert channel.socket.getsockopt(zmq.RECONNECT_IVL_MAX) == RECONNECT_MAX_MS
+    finally:
+        client.stop_channels()
+        context.destroy(linger=0)
