@@ -9,6 +9,8 @@ import multiprocessing.forkserver
 
 # The module every grading process runs (and imports nbgrader once, in the forkserver).
 WORKER_MODULE = "autograder.pipeline.executors"
+# Imported first in the forkserver: it then ends without tearing its modules down.
+FORKSERVER_EXIT = "autograder.pipeline.forkserver_preload"
 # What each worker's judges import (they run the notebook's setup cell in the grader's
 # process): imported once in the forkserver, not once per worker per run (2-3 s each; the
 # benchmark showed the judges costing 0.7 s per notebook with two workers).
@@ -26,7 +28,7 @@ def worker_context(start: bool = False) -> multiprocessing.context.ForkServerCon
             torch), rather than with the first worker.
     """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([WORKER_MODULE, *JUDGE_MODULES])
+    context.set_forkserver_preload([FORKSERVER_EXIT, WORKER_MODULE, *JUDGE_MODULES])
     if start:
         multiprocessing.forkserver.ensure_running()
     return context  # type: ignore[return-value]
