@@ -422,3 +422,11 @@ def test_a_kept_executor_grades_assignment_after_assignment_with_the_same_zygote
         executor.close()
     assert seen[0] == seen[1], "the second assignment started zygotes of its own"
     assert not any(zygote.alive() for zygote in zygotes) and executor.kept_zygotes == []
+
+
+def test_grading_an_assignment_that_is_not_built_says_how_to_build_it(tmp_path):
+    from autograder.authoring.build import BuildError
+    from autograder.pipeline.run import autograde_class
+
+    with pytest.raises(BuildError, match=r"run `python -m autograder build 01_leaf_tensors`"):
+        autograde_class(Course.at(tmp_path), "01_leaf_tensors")

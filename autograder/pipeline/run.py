@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.authoring.build import BuildError, build
 from autograder.course import Course
 from autograder.pipeline.collect import collect
 from autograder.pipeline.executors import LocalExecutor
@@ -73,6 +72,8 @@ def collect_class(
 def _require_build(course: Course, assignment: str) -> None:
     source = course.source_notebook(assignment)
     if not source.is_file():
+        from autograder.authoring.build import BuildError  # jupytext: only when it fails
+
         raise BuildError(
             f"{assignment} is not built in {course.root}: run `python -m autograder build "
             f"{assignment}` (or `grade`, which builds) first"
@@ -210,6 +211,8 @@ def grade_class(
     Returns:
         The grade rows and where the CSV, the feedback and the report were written.
     """
+    from autograder.authoring.build import build  # jupytext, which autograde does not need
+
     build(course, [assignment])
     collect_class(course, assignment, submissions, only=only)
     try:
