@@ -1,18 +1,18 @@
 """Autograde one student at a time, with kernels from a zygote, without the gradebook.
 
-:class:`Grader` is what one grading worker runs: nbgrader's autograde with this course's
-hardened steps (:class:`~autograder.preprocessors.restore.RestoreFromSource` before
+:class:`Grader` is what one grading worker runs: nbgrader's autograde steps with this
+course's hardened ones (:class:`~autograder.preprocessors.restore.RestoreFromSource` before
 nbgrader's OverwriteCells, :class:`~autograder.preprocessors.execute.SandboxedExecute`
-instead of Execute), and a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is
-forked from. It grades in a scratch course of its own, made from an
+instead of Execute), run on the notebook in memory (:mod:`autograder.pipeline.steps`), and
+a :class:`~autograder.sandbox.zygote.Zygote` that every kernel is forked from. Its steps
+read the assignment from a scratch course of its own, made from an
 :class:`~autograder.pipeline.reference.AssignmentReference` (no course folder, and a
-private gradebook that is thrown away), and returns the graded notebook and the rendered
+private gradebook that is thrown away). It returns the graded notebook and the rendered
 feedback as bytes; the process that started the run records them
 (:mod:`autograder.pipeline.record`), running only nbgrader's gradebook steps
 (:func:`split_autograde_steps`) on the real gradebook. A student whose grading fails gets
 a status and a message; the rest of the class is graded.
 """
-
 from __future__ import annotations
 
 import contextlib

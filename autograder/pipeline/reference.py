@@ -8,10 +8,10 @@ record of its cells (ids, points, locked sources with the hidden tests, checksum
 
 On the worker, :func:`scratch_course` lays these out as a private nbgrader course: its own
 folders and its own SQLite gradebook holding this record and nothing else (no student,
-no grade). nbgrader's autograde then runs there unchanged (its OverwriteCells reads the
-hidden tests from that gradebook), and what it writes there is thrown away: the grades
-reach the real gradebook only through the process that started the run
-(:mod:`autograder.pipeline.record`).
+no grade). nbgrader's autograde steps run against it (its OverwriteCells reads the hidden
+tests from that gradebook; feedback records a student there to score the page), and what
+is written there is thrown away: the grades reach the real gradebook only through the
+process that started the run (:mod:`autograder.pipeline.record`).
 """
 
 from __future__ import annotations
