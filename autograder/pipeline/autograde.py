@@ -13,6 +13,7 @@ feedback as bytes; the process that started the run records them
 (:func:`split_autograde_steps`) on the real gradebook. A student whose grading fails gets
 a status and a message; the rest of the class is graded.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -60,7 +60,7 @@ class AutogradeSteps:
     Args:
         config: The settings nbgrader's ``Autograde`` would run with (its
             ``sanitize_preprocessors`` and ``autograde_preprocessors`` among them).
-        execute: How many of ``autograde_preprocessors`` to run: the steps before the
+        execute: The execution steps: those of ``autograde_preprocessors`` before the
             gradebook's (:func:`autograder.pipeline.autograde.split_autograde_steps`).
     """
 
