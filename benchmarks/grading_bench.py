@@ -16,8 +16,9 @@ the long-lived cluster). Plain nbgrader and ``--jobs 1``/``--jobs 2`` take turns
 assignment at a time, so that the machine's drift in speed over minutes touches them alike;
 the Dask runs come after them. It prints the seconds per submitted notebook, the floor of plain
 nbgrader (a fresh kernel that imports torch), the throughput of each against plain
-nbgrader, the Dask rows against ``--jobs 2``, and whether all of them gave every test the
-same score. Run it on an otherwise idle machine::
+nbgrader, the Dask rows against ``--jobs 2``, each command's start-up (from its start to
+its first student's first cell: a cost that a larger class shares), and whether all of them
+gave every test the same score. Run it on an otherwise idle machine::
 
     .venv/bin/python -m benchmarks.grading_bench --students 8
     .venv/bin/python -m benchmarks.grading_bench --students 8 --runs jobs2 dask dask-local
@@ -152,6 +153,17 @@ def breakdown(course: Course, assignments: list[str], worker_seconds: float) -> 
     phases = {name: value / count for name, value in totals.items()}
     phases["outside"] = worker_seconds - sum(phases.values())
     return phases
+
+
+def first_cell_at(course: Course, assignment: str) -> float | None:
+    """When the first cell of any student of ``assignment`` began (a Unix time), if any ran."""
+    starts = []
+    for path in (course.root / "autograded").glob(f"*/{assignment}/{assignment}.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if "iopub.status.busy" in cell.get("metadata", {}).get("execution", {}):
+                starts.append(_stamp(cell, "iopub.status.busy"))
+                break
+    return min(starts, default=None)
 
 
 def grades(course: Course, assignments: list[str]) -> dict:
@@ -308,6 +320,8 @@ def main() -> None:
         f"{os.cpu_count()} CPUs"
     )
     results: dict[str, float] = dict.fromkeys(runs, 0.0)
+    # Seconds from a command's start to its first student's first cell, per run.
+    startup: dict[str, float] = {}
     phases: dict[str, dict[str, float]] = {}
     scores = []
     fixtures: dict[tuple[str, str], str] = {}
@@ -325,18 +339,30 @@ def main() -> None:
         # machine's speed drifts by a quarter over minutes, and a drift then slows each
         # of them alike instead of whichever ran during it. The Dask runs follow, with
         # the long-lived cluster started for them only (idle, it still takes a few %).
+        started: dict[str, dict[str, float]] = {name: {} for name in runs}
+
+        def run(name: str, assignment: str) -> None:
+            command = runs[name](assignment, courses[name].root)
+            started[name][assignment] = time.time()
+            results[name] += timed([command], courses[name].root)
+
         local = [name for name in runs if "dask" not in name]
         for assignment in assignments:
             for name in local:
-                command = runs[name](assignment, courses[name].root)
-                results[name] += timed([command], courses[name].root)
+                run(name, assignment)
         clustered = [name for name in runs if "dask" in name]
         if any(name == RUNS["dask"] for name in clustered):
             address = stack.enter_context(dask_cluster(scratch))
         for name in clustered:
-            commands = [runs[name](assignment, courses[name].root) for assignment in assignments]
-            results[name] = timed(commands, courses[name].root)
+            for assignment in assignments:
+                run(name, assignment)
         for name, course in courses.items():
+            waits = [
+                first - started[name][assignment]
+                for assignment in assignments
+                if (first := first_cell_at(course, assignment)) is not None
+            ]
+            startup[name] = statistics.mean(waits) if waits else 0.0
             key = next(key for key, title in RUNS.items() if title == name)
             scores.append(grades(course, assignments))
             worker_seconds = results[name] * WORKERS[key] / notebooks
@@ -354,6 +380,10 @@ def main() -> None:
         floor = kernel_floor()
         print(f"| {'floor: kernel + torch':<40} | {floor:12.2f} | {plain / floor:18.1f}x |")
     print_breakdown(phases)
+    print("\nstart-up: seconds from a command's start to its first cell, per assignment:")
+    for name, seconds in startup.items():
+        share = seconds * len(assignments) / notebooks
+        print(f"  {name:<40} {seconds:5.2f} s ({share:.2f} s a notebook, shared by the class)")
     jobs2 = results.get(RUNS["jobs2"])
     for key in ("dask", "dask-local"):
         if jobs2 and RUNS[key] in results:
