@@ -15,4 +15,7 @@ if __name__ == "__main__":
     except SystemExit as stop:  # argparse's --help and errors
         quick_exit.exit_status(stop.code)
         raise
+    except KeyboardInterrupt:  # Ctrl-C: the status a shell gives a command it interrupted
+        quick_exit.exit_status(130)
+        raise
     sys.exit(quick_exit.exit_status(status))

@@ -90,3 +90,19 @@ def test_the_command_line_keeps_its_exit_status(arguments, status):
         timeout=60,
     )
     assert result.returncode == status
+
+
+@pytest.mark.parametrize(
+    ("raised", "status"), [("KeyboardInterrupt()", 130), ("RuntimeError('broken')", 1)]
+)
+def test_the_command_line_interrupted_or_broken_exits_as_a_shell_expects(raised, status):
+    result = _run(
+        "import runpy\n"
+        "import autograder.cli\n"
+        "def main():\n"
+        f"    raise {raised}\n"
+        "autograder.cli.main = main\n"
+        "runpy.run_module('autograder', run_name='__main__')\n"
+    )
+    assert result.returncode == status
+    assert raised.split("(")[0] in result.stderr
