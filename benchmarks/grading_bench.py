@@ -48,6 +48,8 @@ from autograder.course import Course, assignment_ids
 from autograder.pipeline.collect import collect
 from tests.support.fixtures import GRADER_ATTACKS, fixture_notebooks
 
+# The runs that grade on Dask: timed after the others (see main).
+CLUSTER_RUNS = ("dask", "dask-local")
 # How many notebooks each run grades at once.
 WORKERS = {"plain": 1, "jobs1": 1, "jobs2": 2, "dask": 2, "dask-local": 2}
 RUNS = {
@@ -314,6 +316,7 @@ def main() -> None:
         ],
     }
     runs = {RUNS[key]: commands[key] for key in RUNS if key in args.runs}
+    key_of = {RUNS[key]: key for key in RUNS if key in args.runs}
     notebooks = args.students * len(assignments)
     print(
         f"{notebooks} notebooks ({args.students} students x {', '.join(assignments)}), "
@@ -330,8 +333,7 @@ def main() -> None:
         courses = {}
         for name in runs:
             # A plain folder name: nbgrader matches course paths with regular expressions.
-            key = next(key for key, title in RUNS.items() if title == name)
-            course = Course.at(scratch / key)
+            course = Course.at(scratch / key_of[name])
             fixtures = make_class(course, assignments, args.students, course.root / "incoming")
             course.write_nbgrader_config()
             courses[name] = course
@@ -346,12 +348,12 @@ def main() -> None:
             started[name][assignment] = time.time()
             results[name] += timed([command], courses[name].root)
 
-        local = [name for name in runs if "dask" not in name]
+        clustered = [name for name in runs if key_of[name] in CLUSTER_RUNS]
         for assignment in assignments:
-            for name in local:
-                run(name, assignment)
-        clustered = [name for name in runs if "dask" in name]
-        if any(name == RUNS["dask"] for name in clustered):
+            for name in runs:
+                if name not in clustered:
+                    run(name, assignment)
+        if "dask" in args.runs:
             address = stack.enter_context(dask_cluster(scratch))
         for name in clustered:
             for assignment in assignments:
@@ -363,9 +365,8 @@ def main() -> None:
                 if (first := first_cell_at(course, assignment)) is not None
             ]
             startup[name] = statistics.mean(waits) if waits else 0.0
-            key = next(key for key, title in RUNS.items() if title == name)
             scores.append(grades(course, assignments))
-            worker_seconds = results[name] * WORKERS[key] / notebooks
+            worker_seconds = results[name] * WORKERS[key_of[name]] / notebooks
             phases[name] = breakdown(course, assignments, worker_seconds)
             print(f"  {name}: {results[name]:.1f} s", flush=True)
     print()

@@ -167,13 +167,14 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{assignment}/{student} on {name}: the run failed: {result}")
             if isinstance(standin, str) or isinstance(cuda, str):
                 continue
+            # A source cell that fails for the complete answers is a notebook bug.
             for name, result in (("stand-in", standin), ("cuda", cuda)):
-                # A source cell that fails for the complete answers is a notebook bug.
                 for cell in [key for key in result if key.startswith("cell ")]:
                     if student == "perfect":
                         broken += 1
                         print(f"{assignment}/{student} {cell} failed on {name}: {result[cell]}")
-            for grade_id in sorted(k for k in standin.keys() | cuda.keys() if "cell " not in k):
+            tests = (key for key in standin.keys() | cuda.keys() if not key.startswith("cell "))
+            for grade_id in sorted(tests):
                 cells += 1
                 here, there = standin.get(grade_id, "missing"), cuda.get(grade_id, "missing")
                 if (here == "pass") != (there == "pass"):
