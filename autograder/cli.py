@@ -61,7 +61,17 @@ def _course(args: argparse.Namespace) -> Course:
     return Course.at(root, db_url=args.db_url)
 
 
-def _add_assignment(command: argparse.ArgumentParser, submissions: bool = False) -> None:
+def _add_assignment(
+    command: argparse.ArgumentParser, submissions: bool = False, several: bool = False
+) -> None:
+    if several:
+        command.add_argument(
+            "assignment",
+            nargs="+",
+            help="assignment ids, for example 01_leaf_tensors; several are graded one after "
+            "the other by the same grading processes, which start once for all of them",
+        )
+        return
     command.add_argument("assignment", help="assignment id, for example 01_leaf_tensors")
     if submissions:
         command.add_argument(
@@ -166,36 +176,63 @@ def _executor(args: argparse.Namespace):
 
 
 def _autograde(args: argparse.Namespace) -> int:
+    """Autogrades the collected students of each assignment named, one after the other.
+
+    Several assignments share one set of grading processes and zygotes (a kept executor):
+    each zygote imports torch and the notebooks' modules once for all of them, seconds
+    of a core that one command per assignment pays again each time.
+    """
     _require_device(args)
     course = _course(args)
+    assignments = list(dict.fromkeys(args.assignment))  # each once, in the order given
+    for assignment in assignments:
+        course.require_built(assignment)  # all of them, before anything starts
+    several = len(assignments) > 1
     executor = _executor(args)
-    collected, _ = load_status(course, args.assignment)
-    todo = [
-        s
-        for s in collected
-        if s.status == OK and (not args.student or s.student_id in args.student)
-    ]
-    zygotes = _launch(args, course, len(todo))
-    # Imported while the zygotes import torch.
-    from autograder.pipeline.run import autograde_class
-
-    try:
-        students = autograde_class(
-            course,
-            args.assignment,
-            jobs=args.jobs,
-            limits=_limits(args),
-            sandbox=args.sandbox,
-            zygotes=zygotes,
-            only=args.student,
-            progress=Progress(),
-            executor=executor,
+    waiting = [
+        sum(
+            s.status == OK and (not args.student or s.student_id in args.student)
+            for s in load_status(course, assignment)[0]
         )
+        for assignment in assignments
+    ]
+    zygotes = _launch(args, course, max(waiting))
+    done: list[str] = []
+    try:
+        # Imported while the zygotes import torch.
+        from autograder.pipeline.executors import LocalExecutor
+        from autograder.pipeline.run import autograde_class
+        from autograder.sandbox.bwrap import course_sandbox
+
+        if executor is None and several:
+            sandbox = course_sandbox(course, enabled=args.sandbox)
+            executor = LocalExecutor(max(1, len(zygotes)), zygotes or None, sandbox, keep=True)
+            zygotes = []  # the executor's now: it closes them
+        for assignment in assignments:
+            students = autograde_class(
+                course,
+                assignment,
+                jobs=args.jobs,
+                limits=_limits(args),
+                sandbox=args.sandbox,
+                zygotes=zygotes,
+                only=args.student,
+                progress=Progress(description=assignment if several else "grading"),
+                executor=executor,
+            )
+            done.append(assignment)
+            if several:
+                print(f"{assignment}:")
+            _print_students(students)
+    except BaseException:
+        left = [assignment for assignment in assignments if assignment not in done]
+        if done and left:  # what was graded is recorded; say what was not
+            _print_error(f"not graded: {', '.join(left)}")
+        raise
     finally:
         close_zygotes(zygotes)
         if executor is not None:
             executor.close()
-    _print_students(students)
     return 0
 
 
@@ -369,7 +406,7 @@ def parser() -> argparse.ArgumentParser:
     autograde_cmd = commands.add_parser(
         "autograde", help="grade the collected students in the sandbox, --jobs N at a time"
     )
-    _add_assignment(autograde_cmd)
+    _add_assignment(autograde_cmd, several=True)
     _add_grading_options(autograde_cmd)
     autograde_cmd.set_defaults(run=_autograde)
 

@@ -191,6 +191,20 @@ class Course:
         """The built source notebook of ``assignment`` (solutions and hidden tests)."""
         return self.source / assignment / f"{assignment}.ipynb"
 
+    def require_built(self, assignment: str) -> None:
+        """Stops with a BuildError that says how to build ``assignment`` if it is not built.
+
+        Raises:
+            BuildError: If ``assignment`` has no source notebook here.
+        """
+        if not self.source_notebook(assignment).is_file():
+            from autograder.authoring.build import BuildError  # jupytext: only when it fails
+
+            raise BuildError(
+                f"{assignment} is not built in {self.root}: run `python -m autograder build "
+                f"{assignment}` (or `grade`, which builds) first"
+            )
+
     @property
     def submitted(self) -> Path:
         """The folder of collected submissions (nbgrader's ``submitted/``), one per student."""

@@ -6,7 +6,10 @@ of the fixture submissions in turn, leaving out those that attack the grading it
 folder and each through the command line, as an instructor would:
 
 * plain ``nbgrader autograde`` (one student at a time, a fresh kernel each);
-* ``python -m autograder autograde --jobs 1`` and ``--jobs 2``;
+* ``python -m autograder autograde --jobs 1`` and ``--jobs 2``, one command per assignment
+  as with nbgrader (which takes one assignment per command), and the same with every
+  assignment in one command (``jobs1-one``, ``jobs2-one``), whose grading processes and
+  zygotes start once for the class;
 * ``--executor dask`` on two local workers: a ``dask scheduler`` and two ``dask worker``
   processes started once for the benchmark (a cluster one already has, ``--scheduler``),
   and a local cluster that each command starts for itself (``--executor dask --jobs 2``).
@@ -14,13 +17,15 @@ folder and each through the command line, as an instructor would:
 Only the autograde commands are timed (not the build or the collection, nor starting
 the long-lived cluster). Plain nbgrader and ``--jobs 1``/``--jobs 2`` take turns, one
 assignment at a time, so that the machine's drift in speed over minutes touches them alike;
-the Dask runs come after them. It prints the seconds per submitted notebook, the floor of plain
-nbgrader (a fresh kernel that imports torch), the throughput of each against plain
-nbgrader, the Dask rows against ``--jobs 2``, each command's start-up (from its start to
-its first student's first cell: a cost that a larger class shares), and whether all of them
-gave every test the same score. Run it on an otherwise idle machine::
+the one-command runs go in the middle of those turns, and the Dask runs after them. It
+prints the seconds per submitted notebook, the floor of plain nbgrader (a fresh kernel
+that imports torch), the throughput of each against plain nbgrader, the Dask rows against
+``--jobs 2``, each command's start-up (from its start to its first student's first cell: a
+cost that a larger class shares), and whether all of them gave every test the same score.
+Run it on an otherwise idle machine::
 
     .venv/bin/python -m benchmarks.grading_bench --students 8
+    .venv/bin/python -m benchmarks.grading_bench --students 8 --runs plain jobs1-one jobs2-one
     .venv/bin/python -m benchmarks.grading_bench --students 8 --runs jobs2 dask dask-local
 """
 
@@ -50,12 +55,24 @@ from tests.support.fixtures import GRADER_ATTACKS, fixture_notebooks
 
 # The runs that grade on Dask: timed after the others (see main).
 CLUSTER_RUNS = ("dask", "dask-local")
+# The runs that grade every assignment in one command (the others: one per assignment).
+ONE_COMMAND_RUNS = ("jobs1-one", "jobs2-one")
 # How many notebooks each run grades at once.
-WORKERS = {"plain": 1, "jobs1": 1, "jobs2": 2, "dask": 2, "dask-local": 2}
+WORKERS = {
+    "plain": 1,
+    "jobs1": 1,
+    "jobs2": 2,
+    "jobs1-one": 1,
+    "jobs2-one": 2,
+    "dask": 2,
+    "dask-local": 2,
+}
 RUNS = {
     "plain": "plain nbgrader autograde",
     "jobs1": "autograder --jobs 1",
     "jobs2": "autograder --jobs 2",
+    "jobs1-one": "autograder --jobs 1, one command",
+    "jobs2-one": "autograder --jobs 2, one command",
     "dask": "autograder --executor dask (2 workers)",
     "dask-local": "autograder --executor dask --jobs 2 (own)",
 }
@@ -296,17 +313,20 @@ def main() -> None:
     ours = [python, "-m", "autograder", "autograde"]
     address = ""
 
-    def dask_on_scheduler(a: str, root: Path) -> list[str]:
-        return [*ours, a, "--course", str(root), "--executor", "dask", "--scheduler", address]
+    def dask_on_scheduler(a: list[str], root: Path) -> list[str]:
+        return [*ours, *a, "--course", str(root), "--executor", "dask", "--scheduler", address]
 
+    # Each takes the assignments of one command (one, or all for ONE_COMMAND_RUNS).
     commands = {
-        "plain": lambda a, root: [nbgrader, "autograde", a, "--force"],
-        "jobs1": lambda a, root: [*ours, a, "--course", str(root), "--jobs", "1"],
-        "jobs2": lambda a, root: [*ours, a, "--course", str(root), "--jobs", "2"],
+        "plain": lambda a, root: [nbgrader, "autograde", *a, "--force"],
+        "jobs1": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "1"],
+        "jobs2": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "2"],
+        "jobs1-one": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "1"],
+        "jobs2-one": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "2"],
         "dask": dask_on_scheduler,
         "dask-local": lambda a, root: [
             *ours,
-            a,
+            *a,
             "--course",
             str(root),
             "--executor",
@@ -341,27 +361,34 @@ def main() -> None:
         # machine's speed drifts by a quarter over minutes, and a drift then slows each
         # of them alike instead of whichever ran during it. The Dask runs follow, with
         # the long-lived cluster started for them only (idle, it still takes a few %).
+        # When each command started, by run and by the first assignment it graded.
         started: dict[str, dict[str, float]] = {name: {} for name in runs}
 
-        def run(name: str, assignment: str) -> None:
-            command = runs[name](assignment, courses[name].root)
-            started[name][assignment] = time.time()
+        def run(name: str, graded: list[str]) -> None:
+            command = runs[name](graded, courses[name].root)
+            started[name][graded[0]] = time.time()
             results[name] += timed([command], courses[name].root)
 
         clustered = [name for name in runs if key_of[name] in CLUSTER_RUNS]
-        for assignment in assignments:
+        at_once = [name for name in runs if key_of[name] in ONE_COMMAND_RUNS]
+        for index, assignment in enumerate(assignments):
+            if index == len(assignments) // 2:
+                # The one-command runs go in the middle of the others' turns: a drift
+                # that lasts the whole benchmark touches them as it touches the others.
+                for name in at_once:
+                    run(name, assignments)
             for name in runs:
-                if name not in clustered:
-                    run(name, assignment)
+                if name not in clustered and name not in at_once:
+                    run(name, [assignment])
         if "dask" in args.runs:
             address = stack.enter_context(dask_cluster(scratch))
         for name in clustered:
             for assignment in assignments:
-                run(name, assignment)
+                run(name, [assignment])
         for name, course in courses.items():
             waits = [
-                first - started[name][assignment]
-                for assignment in assignments
+                first - began
+                for assignment, began in started[name].items()
                 if (first := first_cell_at(course, assignment)) is not None
             ]
             startup[name] = statistics.mean(waits) if waits else 0.0
@@ -381,9 +408,9 @@ def main() -> None:
         floor = kernel_floor()
         print(f"| {'floor: kernel + torch':<40} | {floor:12.2f} | {plain / floor:18.1f}x |")
     print_breakdown(phases)
-    print("\nstart-up: seconds from a command's start to its first cell, per assignment:")
+    print("\nstart-up: seconds from a command's start to its first cell, per command:")
     for name, seconds in startup.items():
-        share = seconds * len(assignments) / notebooks
+        share = seconds * len(started[name]) / notebooks
         print(f"  {name:<40} {seconds:5.2f} s ({share:.2f} s a notebook, shared by the class)")
     jobs2 = results.get(RUNS["jobs2"])
     for key in ("dask", "dask-local"):

@@ -13,6 +13,7 @@ import shutil
 import nbformat
 import pytest
 
+from autograder import cli
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, assignment_ids
@@ -29,6 +30,7 @@ from autograder.pipeline.run import (
 )
 from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.zygote import Zygote
 from autograder.submission import load_status
 from tests.support.fixtures import PACKAGED_IN
 
@@ -422,6 +424,56 @@ def test_a_kept_executor_grades_assignment_after_assignment_with_the_same_zygote
         executor.close()
     assert seen[0] == seen[1], "the second assignment started zygotes of its own"
     assert not any(zygote.alive() for zygote in zygotes) and executor.kept_zygotes == []
+
+
+@pytest.mark.slow
+def test_one_autograde_command_grades_several_assignments_with_one_zygote(
+    submissions, tmp_path, monkeypatch, capsys
+):
+    course = Course.at(tmp_path / "course")  # as the command line finds it
+    assignments = ASSIGNMENTS[:2]
+    build(course, assignments)
+    for assignment in assignments:
+        folder = tmp_path / assignment
+        for student in ("perfect", "blank"):
+            shutil.copytree(submissions[assignment] / student, folder / student)
+        collect_class(course, assignment, folder)
+    launched = []
+    launch = Zygote.launch
+
+    def counted_launch(zygote: Zygote) -> None:
+        launched.append(zygote)
+        launch(zygote)
+
+    monkeypatch.setattr(Zygote, "launch", counted_launch)
+    argv = ["autograde", *assignments, "--course", str(course.root), "--jobs", "1"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert len(launched) == 1, "an assignment started a zygote of its own"
+    for assignment in assignments:
+        assert f"{assignment}:\n" in printed
+        students, _ = load_status(course, assignment)
+        assert [(s.student_id, s.status, s.graded) for s in students] == [
+            ("blank", "ok", True),
+            ("perfect", "ok", True),
+        ]
+        rows, _ = export_class(course, assignment)
+        expected = _expected(assignment)
+        for row in rows:
+            assert row["score"] == float(expected[row["student_id"]]["score"]), assignment
+
+
+def test_autograde_of_several_assignments_grades_none_when_one_is_not_built(tmp_path, capsys):
+    course = Course.at(tmp_path)
+    built, not_built = ASSIGNMENTS[:2]
+    course.source_notebook(built).parent.mkdir(parents=True)
+    course.source_notebook(built).write_text("{}")  # only its presence is checked first
+    (course.submitted_folder("ada", built)).mkdir(parents=True)
+    assert cli.main(["autograde", built, not_built, "--course", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert f"run `python -m autograder build {not_built}`" in error
+    assert not (tmp_path / "autograded").exists()
+    assert not (tmp_path / "exports").exists()
 
 
 def test_grading_an_assignment_that_is_not_built_says_how_to_build_it(tmp_path):

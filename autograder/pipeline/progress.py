@@ -23,18 +23,29 @@ class Progress:
     Args:
         stream: Where to draw (stderr by default, so stdout stays the results).
         enabled: Force on or off; by default, on when ``stream`` is a terminal.
+        description: What the bar is counting (an assignment, when a command grades several).
     """
 
-    def __init__(self, stream: TextIO | None = None, enabled: bool | None = None) -> None:
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        description: str = "grading",
+    ) -> None:
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.description = description
         self._bar: tqdm | None = None
 
     def start(self, total: int) -> None:
         """Starts counting ``total`` students (called once their number is known)."""
         if self.enabled and total:
             self._bar = tqdm(
-                total=total, unit="student", desc="grading", file=self.stream, dynamic_ncols=True
+                total=total,
+                unit="student",
+                desc=self.description,
+                file=self.stream,
+                dynamic_ncols=True,
             )
 
     def done(self, submission: Submission) -> None:

@@ -69,17 +69,6 @@ def collect_class(
     return collected
 
 
-def _require_build(course: Course, assignment: str) -> None:
-    source = course.source_notebook(assignment)
-    if not source.is_file():
-        from autograder.authoring.build import BuildError  # jupytext: only when it fails
-
-        raise BuildError(
-            f"{assignment} is not built in {course.root}: run `python -m autograder build "
-            f"{assignment}` (or `grade`, which builds) first"
-        )
-
-
 def autograde_class(
     course: Course,
     assignment: str,
@@ -116,7 +105,7 @@ def autograde_class(
     Raises:
         BuildError: If the assignment has not been built.
     """
-    _require_build(course, assignment)
+    course.require_built(assignment)
     limits = limits or Limits()
     students, _ = load_status(course, assignment)
     steps = (AUTOGRADE, FEEDBACK) if feedback else (AUTOGRADE,)
@@ -158,7 +147,7 @@ def feedback_class(course: Course, assignment: str) -> list[Submission]:
     This process writes it, one student after the other: feedback/ has one writer, as the
     gradebook has.
     """
-    _require_build(course, assignment)
+    course.require_built(assignment)
     students, _ = load_status(course, assignment)
     done = grade_students(course, assignment, students, steps=(FEEDBACK,))
     save_status(course, assignment, done)
@@ -167,7 +156,7 @@ def feedback_class(course: Course, assignment: str) -> list[Submission]:
 
 def export_class(course: Course, assignment: str) -> tuple[list[dict], Path]:
     """Writes ``exports/<assignment>_grades.csv``; returns its rows and path."""
-    _require_build(course, assignment)
+    course.require_built(assignment)
     students, grading = load_status(course, assignment)
     sandbox = {True: "on", False: "off"}.get(grading.get("sandbox_enabled"), "")
     limits = grading.get("limits")  # none before autograde: nothing ran anywhere yet
