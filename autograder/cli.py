@@ -68,8 +68,7 @@ def _add_assignment(
         command.add_argument(
             "assignment",
             nargs="+",
-            help="assignment ids, for example 01_leaf_tensors; several are graded one after "
-            "the other by the same grading processes, which start once for all of them",
+            help="assignment ids, for example 01_leaf_tensors (several: one after the other)",
         )
         return
     command.add_argument("assignment", help="assignment id, for example 01_leaf_tensors")
@@ -184,9 +183,7 @@ def _autograde(args: argparse.Namespace) -> int:
     """
     _require_device(args)
     course = _course(args)
-    assignments = list(dict.fromkeys(args.assignment))  # each once, in the order given
-    for assignment in assignments:
-        course.require_built(assignment)  # all of them, before anything starts
+    assignments = _assignments(args, course)  # all built, before anything starts
     several = len(assignments) > 1
     executor = _executor(args)
     waiting = [
@@ -236,12 +233,25 @@ def _autograde(args: argparse.Namespace) -> int:
     return 0
 
 
+def _assignments(args: argparse.Namespace, course: Course) -> list[str]:
+    """The assignments a command names, each once, in order; stops if one is not built.
+
+    Raises:
+        BuildError: If one of them is not built (before anything is done for the others).
+    """
+    assignments = list(dict.fromkeys(args.assignment))
+    for assignment in assignments:
+        course.require_built(assignment)
+    return assignments
+
+
 def _feedback(args: argparse.Namespace) -> int:
     from autograder.pipeline.run import feedback_class
 
     course = _course(args)
-    feedback_class(course, args.assignment)
-    print(f"feedback: {course.feedback}/<student>/{args.assignment}/")
+    for assignment in _assignments(args, course):
+        feedback_class(course, assignment)
+        print(f"feedback: {course.feedback}/<student>/{assignment}/")
     return 0
 
 
@@ -249,9 +259,13 @@ def _export(args: argparse.Namespace) -> int:
     from autograder.pipeline.run import export_class
 
     course = _course(args)
-    rows, csv_path = export_class(course, args.assignment)
-    _print_rows(rows)
-    print(f"grades: {csv_path.relative_to(course.root)}")
+    assignments = _assignments(args, course)
+    for assignment in assignments:
+        rows, csv_path = export_class(course, assignment)
+        if len(assignments) > 1:
+            print(f"{assignment}:")
+        _print_rows(rows)
+        print(f"grades: {csv_path.relative_to(course.root)}")
     return 0
 
 
@@ -259,10 +273,11 @@ def _report(args: argparse.Namespace) -> int:
     from autograder.pipeline.report import write_report
 
     course = _course(args)
-    report = write_report(course, args.assignment)
-    print(report.markdown.read_text())
-    print(f"report: {report.markdown.relative_to(course.root)}")
-    print(f"plot:   {report.plot.relative_to(course.root)}")
+    for assignment in _assignments(args, course):
+        report = write_report(course, assignment)
+        print(report.markdown.read_text())
+        print(f"report: {report.markdown.relative_to(course.root)}")
+        print(f"plot:   {report.plot.relative_to(course.root)}")
     return 0
 
 
@@ -404,7 +419,9 @@ def parser() -> argparse.ArgumentParser:
     collect_cmd.set_defaults(run=_collect)
 
     autograde_cmd = commands.add_parser(
-        "autograde", help="grade the collected students in the sandbox, --jobs N at a time"
+        "autograde",
+        help="grade the collected students in the sandbox, --jobs N at a time; several "
+        "assignments share the grading processes, which start once",
     )
     _add_assignment(autograde_cmd, several=True)
     _add_grading_options(autograde_cmd)
@@ -413,19 +430,19 @@ def parser() -> argparse.ArgumentParser:
     feedback_cmd = commands.add_parser(
         "feedback", help="write feedback HTML for the graded students (hidden tests removed)"
     )
-    _add_assignment(feedback_cmd)
+    _add_assignment(feedback_cmd, several=True)
     _add_course_option(feedback_cmd)
     feedback_cmd.set_defaults(run=_feedback)
 
     export_cmd = commands.add_parser("export", help="write exports/<assignment>_grades.csv")
-    _add_assignment(export_cmd)
+    _add_assignment(export_cmd, several=True)
     _add_course_option(export_cmd)
     export_cmd.set_defaults(run=_export)
 
     report_cmd = commands.add_parser(
         "report", help="pass rates per exercise, the pitfalls students fell into, a plot"
     )
-    _add_assignment(report_cmd)
+    _add_assignment(report_cmd, several=True)
     _add_course_option(report_cmd)
     report_cmd.set_defaults(run=_report)
 
