@@ -316,13 +316,16 @@ def main() -> None:
     def dask_on_scheduler(a: list[str], root: Path) -> list[str]:
         return [*ours, *a, "--course", str(root), "--executor", "dask", "--scheduler", address]
 
+    def local(jobs: int):
+        return lambda a, root: [*ours, *a, "--course", str(root), "--jobs", str(jobs)]
+
     # Each takes the assignments of one command (one, or all for ONE_COMMAND_RUNS).
     commands = {
         "plain": lambda a, root: [nbgrader, "autograde", *a, "--force"],
-        "jobs1": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "1"],
-        "jobs2": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "2"],
-        "jobs1-one": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "1"],
-        "jobs2-one": lambda a, root: [*ours, *a, "--course", str(root), "--jobs", "2"],
+        "jobs1": local(1),
+        "jobs2": local(2),
+        "jobs1-one": local(1),
+        "jobs2-one": local(2),
         "dask": dask_on_scheduler,
         "dask-local": lambda a, root: [
             *ours,
