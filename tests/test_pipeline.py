@@ -482,6 +482,30 @@ def test_autograde_of_several_assignments_grades_none_when_one_is_not_built(tmp_
     assert not (tmp_path / "exports").exists()
 
 
+def test_autograde_of_several_assignments_says_which_were_not_graded_when_one_fails(
+    tmp_path, monkeypatch, capsys
+):
+    course = Course.at(tmp_path)
+    for assignment in ASSIGNMENTS[:3]:
+        course.source_notebook(assignment).parent.mkdir(parents=True)
+        course.source_notebook(assignment).write_text("{}")
+    graded = []
+
+    def autograde_class(course, assignment, **options):
+        if assignment == ASSIGNMENTS[1]:
+            raise AutograderError("the zygote died")
+        graded.append(assignment)
+        return []
+
+    monkeypatch.setattr("autograder.pipeline.run.autograde_class", autograde_class)
+    assert cli.main(["autograde", *ASSIGNMENTS[:3], "--course", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert graded == ASSIGNMENTS[:1]
+    assert f"{ASSIGNMENTS[0]}:" in captured.out
+    assert f"error: not graded: {ASSIGNMENTS[1]}, {ASSIGNMENTS[2]}" in captured.err
+    assert "error: the zygote died" in captured.err
+
+
 def test_grading_an_assignment_that_is_not_built_says_how_to_build_it(tmp_path):
     from autograder.authoring.build import BuildError
     from autograder.pipeline.run import autograde_class
