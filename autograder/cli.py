@@ -138,19 +138,26 @@ def _collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _launch(args: argparse.Namespace, course: Course, students: int) -> list[Zygote]:
+def _launch(
+    args: argparse.Namespace, course: Course, assignments: list[str], students: int
+) -> list[Zygote]:
     """Starts one zygote per job, before nbgrader is imported: both take seconds.
 
-    Only for the local executor: Dask workers start their own.
+    Each zygote also imports what the assignments' released notebooks import, as soon as
+    it has imported torch. Only for the local executor: Dask workers start their own.
     """
+    from autograder.pipeline.preload import files_imports
     from autograder.sandbox.bwrap import course_sandbox
 
     if students == 0 or args.executor != "local":
         return []
     sandbox = course_sandbox(course, enabled=args.sandbox)
     jobs = max(1, min(args.jobs, students))
+    released = [path for a in assignments for path in sorted((course.release / a).glob("*.ipynb"))]
     # The threads grade_class gives each kernel when args.jobs run at once.
-    zygotes = launch_zygotes(sandbox, _limits(args).sharing(args.jobs), jobs)
+    zygotes = launch_zygotes(
+        sandbox, _limits(args).sharing(args.jobs), jobs, tuple(files_imports(released))
+    )
     if jobs > 1:
         # The grading processes fork from a server that imports nbgrader: start it now too.
         worker_context(start=True)
@@ -193,7 +200,7 @@ def _autograde(args: argparse.Namespace) -> int:
         )
         for assignment in assignments
     ]
-    zygotes = _launch(args, course, max(waiting))
+    zygotes = _launch(args, course, assignments, max(waiting))
     done: list[str] = []
     try:
         # Imported while the zygotes import torch.
@@ -287,7 +294,9 @@ def _grade(args: argparse.Namespace) -> int:
     executor = _executor(args)
     folder = Path(args.submissions)
     entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
-    zygotes = _launch(args, course, len(args.student) if args.student else len(entries))
+    students = len(args.student) if args.student else len(entries)
+    # Imports read from the release folder as it is: the build below may change them.
+    zygotes = _launch(args, course, [args.assignment], students)
     # Imported while the zygotes import torch.
     from autograder.pipeline.run import grade_class
 

@@ -156,7 +156,9 @@ def test_the_command_imports_the_judges_modules_where_it_judges_while_the_zygote
     from autograder.course import Course
 
     calls = []
-    monkeypatch.setattr(cli, "launch_zygotes", lambda sandbox, limits, count: ["zygote"] * count)
+    monkeypatch.setattr(
+        cli, "launch_zygotes", lambda sandbox, limits, count, imports: ["zygote"] * count
+    )
     monkeypatch.setattr(cli, "import_judge_modules", lambda: calls.append("this process"))
     monkeypatch.setattr(cli, "worker_context", lambda start: calls.append(f"forkserver {start}"))
     args = argparse.Namespace(
@@ -169,6 +171,52 @@ def test_the_command_imports_the_judges_modules_where_it_judges_while_the_zygote
         device="cpu",
         disk_mb=100,
     )
-    zygotes = cli._launch(args, Course.at(tmp_path), students=5)
+    zygotes = cli._launch(args, Course.at(tmp_path), ["01_leaf_tensors"], students=5)
     assert zygotes == ["zygote"] * jobs
     assert calls == (["this process"] if jobs == 1 else ["forkserver True"])
+
+
+def _small_zygote(tmp_path, **modules: str) -> zygote_module.Zygote:
+    """A zygote without the sandbox that preloads only json; ``modules`` are files in its
+    folder, which ``python -m`` puts on its path."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for name, source in modules.items():
+        (run / f"{name}.py").write_text(source)
+    return zygote_module.Zygote(detect_sandbox(enabled=False), run, Limits(), preload=("json",))
+
+
+def test_a_zygote_asked_at_launch_imports_the_notebooks_modules_before_it_is_needed(tmp_path):
+    launcher = _small_zygote(tmp_path, quiet_module="VALUE = 1\n")
+    launcher.launch()
+    try:
+        # Asked before the zygote is ready; a grading process adopts it and reads the reply.
+        launcher.ask_preload(("json", "quiet_module", "colorsys"))
+        kernels = zygote_module.Zygote.adopt(
+            launcher.handoff(), launcher.sandbox, launcher.limits, worker=1
+        )
+        kernels.wait_ready()
+        assert kernels.preload == ("json", "quiet_module", "colorsys")
+        sent = []
+        kernels.request = lambda op, **fields: sent.append(op)
+        assert kernels.preload_modules(("quiet_module", "colorsys")) == []
+        assert sent == [], "asked again for what the zygote imported at launch"
+    finally:
+        launcher.close()
+
+
+def test_a_module_asked_at_launch_that_starts_a_thread_is_left_to_the_kernels(tmp_path):
+    threads = (
+        "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+    )
+    kernels = _small_zygote(tmp_path, quiet_module="VALUE = 1\n", starts_a_thread=threads)
+    kernels.launch()
+    first = kernels.process.pid
+    try:
+        kernels.ask_preload(("quiet_module", "starts_a_thread", "colorsys"))
+        kernels.wait_ready()
+        assert kernels.preload == ("json", "quiet_module", "colorsys")
+        assert kernels.process.pid != first, "the zygote that runs a thread still forks kernels"
+        assert kernels.alive()
+    finally:
+        kernels.close()

@@ -69,11 +69,10 @@ def _jupyter_path() -> list[str]:
 
 def warm_modules(notebooks: Path = REPO / "notebooks") -> list[str]:
     """The modules a learner's kernel imports as it starts: WARM_MODULES and the notebooks'."""
-    from autograder.pipeline.preload import notebook_imports
+    from autograder.pipeline.preload import files_imports
 
     found = dict.fromkeys(WARM_MODULES)
-    for path in sorted(notebooks.glob("*/*.ipynb")):
-        found.update(dict.fromkeys(notebook_imports(path.read_text())))
+    found.update(dict.fromkeys(files_imports(sorted(notebooks.glob("*/*.ipynb")))))
     return list(found)
 
 

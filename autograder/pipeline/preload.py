@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterable
+from pathlib import Path
 
 # `%load_ext name` loads an IPython extension: a module the kernel imports.
 _LOAD_EXT = re.compile(r"^\s*%load_ext\s+([\w.]+)\s*$", re.MULTILINE)
@@ -57,4 +59,19 @@ def notebook_imports(notebook: bytes | str) -> list[str]:
             source = cell.get("source", "")
             source = "".join(source) if isinstance(source, list) else source
             found.update(dict.fromkeys(cell_imports(source)))
+    return list(found)
+
+
+def files_imports(paths: Iterable[Path]) -> list[str]:
+    """Returns the modules the notebook files at ``paths`` import, each once, in order.
+
+    A file that cannot be read or parsed adds nothing: this is only what to import ahead,
+    and whatever reads the notebook for real says what is wrong with it.
+    """
+    found: dict[str, None] = {}
+    for path in paths:
+        try:
+            found.update(dict.fromkeys(notebook_imports(path.read_bytes())))
+        except (OSError, ValueError, AttributeError):  # AttributeError: JSON, not a notebook
+            continue
     return list(found)
