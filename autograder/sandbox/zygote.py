@@ -176,6 +176,7 @@ class Zygote:
         self.kernels = 0
         self._ready = False
         self._dead = False
+        self._asked: tuple[str, ...] = ()  # a preload request sent, its reply not read yet
         self._lock = threading.RLock()  # wait_ready may preload again, inside request()
 
     def launch(self) -> None:
@@ -219,7 +220,7 @@ class Zygote:
         self._reader = channel.makefile("r", encoding="utf-8")
         self._writer = channel.makefile("w", encoding="utf-8")
         self._ready, self._dead = False, False
-        self._asked: tuple[str, ...] = ()  # a preload request sent, its reply not read yet
+        self._asked = ()  # a new zygote: nothing asked of it yet
 
     def handoff(self) -> Handoff:
         """Returns what a worker process needs to use this zygote (see :meth:`adopt`)."""
