@@ -155,10 +155,13 @@ def test_the_command_imports_the_judges_modules_where_it_judges_while_the_zygote
     from autograder import cli
     from autograder.course import Course
 
-    calls = []
-    monkeypatch.setattr(
-        cli, "launch_zygotes", lambda sandbox, limits, count, imports: ["zygote"] * count
-    )
+    calls, asked = [], []
+
+    def launch_zygotes(sandbox, limits, count, imports):
+        asked.append(imports)
+        return ["zygote"] * count
+
+    monkeypatch.setattr(cli, "launch_zygotes", launch_zygotes)
     monkeypatch.setattr(cli, "import_judge_modules", lambda: calls.append("this process"))
     monkeypatch.setattr(cli, "worker_context", lambda start: calls.append(f"forkserver {start}"))
     args = argparse.Namespace(
@@ -171,9 +174,16 @@ def test_the_command_imports_the_judges_modules_where_it_judges_while_the_zygote
         device="cpu",
         disk_mb=100,
     )
-    zygotes = cli._launch(args, Course.at(tmp_path), ["01_leaf_tensors"], students=5)
+    course = Course.at(tmp_path)
+    released = course.release / "01_leaf_tensors" / "01_leaf_tensors.ipynb"
+    released.parent.mkdir(parents=True)
+    notebook = v4.new_notebook(cells=[v4.new_code_cell("import colorsys\nimport torch")])
+    released.write_text(json.dumps(notebook))
+    zygotes = cli._launch(args, course, ["01_leaf_tensors"], students=5)
     assert zygotes == ["zygote"] * jobs
     assert calls == (["this process"] if jobs == 1 else ["forkserver True"])
+    # The zygotes import what the released notebook imports as soon as they can.
+    assert asked == [("colorsys", "torch")]
 
 
 def _small_zygote(tmp_path, **modules: str) -> zygote_module.Zygote:
