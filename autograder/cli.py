@@ -230,7 +230,7 @@ def _autograde(args: argparse.Namespace) -> int:
             _print_students(students)
     except BaseException:
         left = [assignment for assignment in assignments if assignment not in done]
-        if done and left:  # what was graded is recorded; say what was not
+        if several and left:  # what was graded is recorded; say what was not
             _print_error(f"not graded: {', '.join(left)}")
         raise
     finally:
