@@ -101,6 +101,16 @@ def _limits(args: argparse.Namespace) -> Limits:
     )
 
 
+def _grading_options(args: argparse.Namespace) -> dict[str, object]:
+    """What ``autograde`` and ``grade`` pass on from their options (_add_grading_options)."""
+    return {
+        "jobs": args.jobs,
+        "limits": _limits(args),
+        "sandbox": args.sandbox,
+        "only": args.student,
+    }
+
+
 def _require_device(args: argparse.Namespace) -> None:
     """Stops the command when the tests cannot run on ``--device`` here."""
     from autograder.sandbox.bwrap import gpu_nodes
@@ -212,17 +222,15 @@ def _autograde(args: argparse.Namespace) -> int:
             sandbox = course_sandbox(course, enabled=args.sandbox)
             executor = LocalExecutor(max(1, len(zygotes)), zygotes or None, sandbox, keep=True)
             zygotes = []  # the executor's now: it closes them
+        options = _grading_options(args)
         for assignment in assignments:
             students = autograde_class(
                 course,
                 assignment,
-                jobs=args.jobs,
-                limits=_limits(args),
-                sandbox=args.sandbox,
                 zygotes=zygotes,
-                only=args.student,
                 progress=Progress(description=assignment if several else "grading"),
                 executor=executor,
+                **options,
             )
             done.append(assignment)
             if several:
@@ -305,13 +313,10 @@ def _grade(args: argparse.Namespace) -> int:
             course,
             args.assignment,
             folder,
-            jobs=args.jobs,
-            limits=_limits(args),
-            sandbox=args.sandbox,
             zygotes=zygotes,
-            only=args.student,
             progress=Progress(),
             executor=executor,
+            **_grading_options(args),
         )
     finally:
         close_zygotes(zygotes)
