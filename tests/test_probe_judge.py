@@ -155,6 +155,19 @@ def test_malformed_observations_fail_with_a_message(sent, message):
     assert not verdict.passed and message in verdict.failures[0]
 
 
+@pytest.mark.parametrize(
+    ("stopped_by", "message"),
+    [
+        ("NotImplementedError", "not judged: the exercise is not answered yet"),
+        ("AssertionError", "not judged: the visible tests above failed first (AssertionError)"),
+        ("", "sent no observations"),
+    ],
+)
+def test_a_check_that_saw_nothing_says_why_in_plain_words(stopped_by, message):
+    verdict = judging.Judges(SETUP).judge("q1-tests", CELL, {}, seed=7, stopped_by=stopped_by)
+    assert not verdict.passed and message in verdict.failures[0]
+
+
 def test_observations_sent_twice_fail():
     sent = _run_kernel_side(CELL, lambda x: x * 2, seed=7)
     verdict = judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent * 2}, seed=7)

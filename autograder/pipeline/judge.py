@@ -194,7 +194,14 @@ class Judges:
             self._checks[key] = list(recorded)
         return self._checks[key]
 
-    def judge(self, grade_id: str, source: str, sent: dict[str, list[Any]], seed: int) -> Verdict:
+    def judge(
+        self,
+        grade_id: str,
+        source: str,
+        sent: dict[str, list[Any]],
+        seed: int,
+        stopped_by: str = "",
+    ) -> Verdict:
         """Judges what the probes of one test cell sent.
 
         Args:
@@ -202,6 +209,8 @@ class Judges:
             source: Its source, hidden tests and judges included.
             sent: The observations received, by check name, in the order they came.
             seed: The seed the kernel was given for this cell.
+            stopped_by: The name of the error the cell raised before its hidden tests
+                ("" when it raised none): what a check that received nothing says.
         """
         from autograd_pitfalls import probe
 
@@ -209,10 +218,7 @@ class Judges:
         for check in self.checks(grade_id, source):
             received = sent.get(check.name, [])
             if not received:
-                failures.append(
-                    f"{check.name}: the hidden tests sent no observations (the cell stopped "
-                    "before them, or its output was replaced)"
-                )
+                failures.append(f"{check.name}: {_not_observed(stopped_by)}")
                 continue
             if len(received) > 1:
                 failures.append(f"{check.name}: observations sent {len(received)} times")
@@ -224,6 +230,18 @@ class Judges:
         unknown = sorted(set(sent) - {check.name for check in self.checks(grade_id, source)})
         failures += [f"observations of an unknown check {name!r}" for name in unknown[:3]]
         return Verdict(tuple(failures))
+
+
+def _not_observed(stopped_by: str) -> str:
+    """Why a hidden check received no observations, in the words a student needs."""
+    if stopped_by == "NotImplementedError":
+        return "not judged: the exercise is not answered yet"
+    if stopped_by:
+        return f"not judged: the visible tests above failed first ({stopped_by})"
+    return (
+        "the hidden tests sent no observations (the cell stopped before them, or its output "
+        "was replaced)"
+    )
 
 
 @contextlib.contextmanager

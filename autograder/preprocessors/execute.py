@@ -56,6 +56,8 @@ MEMORY_ERROR = re.compile(r"can't allocate memory|cannot allocate memory|out of 
 NOT_RUN = "NotRun"
 # How nbclient's CellTimeoutError begins when the reply came but the output did not.
 IOPUB_TIMEOUT = "Timeout waiting for IOPub output"
+# How the judges' verdict on a test cell's hidden checks begins, as an error output.
+JUDGED_BY_THE_GRADER = "hidden tests (judged by the grader): "
 # Observation outputs a cell may send outside its output budget (honest cells send one
 # per hidden check); more count as ordinary output.
 OBSERVATIONS_PER_CELL = 8
@@ -244,9 +246,10 @@ class SandboxedExecute(Execute):
             else:
                 kept.append(output)
         cell.outputs = kept
+        stopped_by = next((out.ename for out in kept if out.output_type == "error"), "")
         start = monotonic()
         try:
-            verdict = self._judges.judge(grade_id, cell.source, sent, seed)
+            verdict = self._judges.judge(grade_id, cell.source, sent, seed, stopped_by)
         except JudgeSetupError as error:
             self._note(ERROR, f"{_exercise(cell)}'s test: {error}")
             failures = [f"the grader could not judge this test: {error}"]
@@ -256,7 +259,7 @@ class SandboxedExecute(Execute):
             self._seconds["judge"] += monotonic() - start
         cell.metadata.setdefault("autograder", {})["judged"] = not failures
         if failures:
-            message = "hidden tests (judged by the grader): " + "; ".join(failures)
+            message = JUDGED_BY_THE_GRADER + "; ".join(failures)
             cell.outputs.append(
                 new_output(
                     "error",
