@@ -52,17 +52,15 @@ class Submission:
     graded: bool = False
 
 
-def one_line(message: str, course: Course | None = None, limit: int = 500) -> str:
-    """Returns ``message`` as a CSV cell wants it: one line, no path of the grading machine.
+def hide_paths(text: str, course: Course | None = None) -> str:
+    """Returns ``text`` without the grading machine's paths.
 
     Paths of the course, the grader, the Python environment and the temporary folders
-    become ``<course>``, ``<grader>``, ``<python>`` and ``<tmp>``; line breaks become
-    ``" | "``; the result is cut at ``limit`` characters.
+    become ``<course>``, ``<grader>``, ``<python>`` and ``<tmp>``.
 
     Args:
-        message: A status message, possibly a traceback.
+        text: A message or an output, possibly a traceback.
         course: The graded course, whose folder is hidden too.
-        limit: The most characters kept.
     """
     from autograder.course import REPO
 
@@ -75,7 +73,22 @@ def one_line(message: str, course: Course | None = None, limit: int = 500) -> st
     ]
     for path, placeholder in sorted(replacements, key=lambda pair: -len(pair[0])):
         if path and path != "/":
-            message = message.replace(path, placeholder)
+            text = text.replace(path, placeholder)
+    return text
+
+
+def one_line(message: str, course: Course | None = None, limit: int = 500) -> str:
+    """Returns ``message`` as a CSV cell wants it: one line, no path of the grading machine.
+
+    Paths become placeholders (:func:`hide_paths`); line breaks become ``" | "``; the
+    result is cut at ``limit`` characters.
+
+    Args:
+        message: A status message, possibly a traceback.
+        course: The graded course, whose folder is hidden too.
+        limit: The most characters kept.
+    """
+    message = hide_paths(message, course)
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     text = re.sub(r"\s+", " ", " | ".join(lines))
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import html
 import shutil
+import sys
 
 import nbformat
 import pytest
@@ -199,6 +200,22 @@ def test_feedback_is_written_per_student_without_hidden_tests(built_course, grad
         text = html.unescape(feedback.read_text())
         leaked = [line for line in hidden if line in text]
         assert not leaked, f"hidden tests visible in {student}'s feedback: {leaked[:3]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_feedback_reads_as_the_student_wrote_it(built_course, graded, assignment):
+    """No grading machine's path, whole messages that wrap, a blank exercise called blank."""
+    folder = built_course.root / "feedback"
+    for student in ("perfect", "blank", "correct_with_torch_warning"):
+        page = (folder / student / assignment / f"{assignment}.html").read_text()
+        text = html.unescape(page)
+        for leak in ("/tmp/", "ipykernel_", str(built_course.root), sys.prefix):
+            assert leak not in text, f"{student}'s feedback shows {leak}"
+        assert "white-space: pre-wrap" in page  # long messages wrap instead of running off
+    blank = html.unescape((folder / "blank" / assignment / f"{assignment}.html").read_text())
+    assert "not judged: the exercise is not answered yet" in blank
+    assert "sent no observations" not in blank
 
 
 @pytest.mark.slow

@@ -2,8 +2,10 @@
 
 nbgrader's feedback shows each test cell as it ran: with its hidden tests, and with
 tracebacks that quote the failing hidden line. Here the hidden region is cut from the
-source (:mod:`autograder.preprocessors.hide_tests`) and a failing test's traceback is
-reduced to its message (:mod:`autograder.preprocessors.shorten_tracebacks`).
+source (:mod:`autograder.preprocessors.hide_tests`), a failing test's traceback is
+reduced to its message (:mod:`autograder.preprocessors.shorten_tracebacks`), and every
+output names cells instead of the kernel's temporary files, hides the grading machine's
+paths and wraps long lines (:mod:`autograder.preprocessors.readable_outputs`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from traitlets.config import Config
 
 from autograder.compat import html_export_without_reparsing
 from autograder.preprocessors.hide_tests import ClearHiddenTestsInTests
+from autograder.preprocessors.readable_outputs import ReadableOutputs
 from autograder.preprocessors.shorten_tracebacks import ShortenTestTracebacks
 
 
@@ -119,5 +122,6 @@ def feedback_config() -> Config:
         ClearHiddenTestsInTests,
         ShortenTestTracebacks,
         CSSHTMLHeaderPreprocessor,
+        ReadableOutputs,
     ]
     return config
