@@ -6,7 +6,7 @@ SETUP  := .venv/.installed
 JOBS   ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks check fixtures grade lint clean
+.PHONY: help setup lab test notebooks check changes fixtures grade lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,8 +16,8 @@ setup: $(SETUP) ## Install graphviz, bubblewrap and chromium (if missing) and th
 $(SETUP): pyproject.toml scripts/bootstrap.py
 	python3 scripts/bootstrap.py
 
-lab: $(SETUP) ## Start JupyterLab on notebooks/ (self-study: validation on, no course needed)
-	$(PYTHON) -m autograder lab
+lab: $(SETUP) ## Start JupyterLab on your workspace/ (made from notebooks/); PORT=, TOKEN= optional
+	@$(PYTHON) -m autograder lab $(if $(PORT),--port $(PORT)) $(if $(filter-out undefined,$(origin TOKEN)),--token '$(TOKEN)')
 
 test: $(SETUP) ## Run every test: helpers, notebooks, build, grading pipeline
 	$(PYTHON) -m pytest
@@ -25,8 +25,11 @@ test: $(SETUP) ## Run every test: helpers, notebooks, build, grading pipeline
 notebooks: $(SETUP) ## Regenerate notebooks/ from solutions/
 	$(PYTHON) -m autograder build
 
-check: $(SETUP) ## Check your exercises: make check NB=notebooks/01_leaf_tensors/01_leaf_tensors.ipynb
-	$(PYTHON) -m autograder check $(NB)
+check: $(SETUP) ## Grade your notebooks as the grader does (all of workspace/, or NB=path); STRICT=1 to exit 1 while one fails
+	@$(PYTHON) -m autograder check $(if $(STRICT),,--exit-zero) $(NB)
+
+changes: $(SETUP) ## Show what a new version of the course changed in the exercises you answered
+	@$(PYTHON) -m autograder changes
 
 fixtures: $(SETUP) ## Regenerate the sample submissions in autograder/fixtures/
 	$(PYTHON) -m tests.support

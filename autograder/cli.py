@@ -7,6 +7,7 @@ The modules that import nbgrader (seconds) are imported in the commands that nee
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import warnings
@@ -40,19 +41,108 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from autograder.learner.validate import check_notebook
+    """Checks notebooks as the grader grades them (or their visible tests only).
 
-    failed = False
-    for notebook in args.notebooks:
+    Exit status: 0 when every exercise passes, 1 when one does not yet or a notebook
+    could not be checked; with ``--exit-zero``, 0 whenever every notebook was checked.
+    """
+    from autograder.learner.workspace import default_workspace, workspace_notebooks
+
+    notebooks = [Path(name) for name in args.notebooks]
+    if not notebooks:
+        workspace = default_workspace()
+        notebooks = workspace_notebooks(workspace) if workspace.is_dir() else []
+        if not notebooks:
+            raise AutograderError(
+                f"no notebook to check: {workspace} holds none yet (`make lab` makes it from "
+                "notebooks/), or name one: make check NB=path/to/notebook.ipynb"
+            )
+    unchecked, all_pass, results = _check_notebooks(notebooks, args)
+    if args.json:
+        print(json.dumps(results, indent=1))
+    if unchecked:
+        return 1
+    return 0 if all_pass or args.exit_zero else 1
+
+
+def _check_notebooks(
+    notebooks: list[Path], args: argparse.Namespace
+) -> tuple[bool, bool, list[dict]]:
+    """Checks each notebook; prints its report unless ``--json``.
+
+    Returns:
+        Whether a notebook could not be checked, whether every exercise passes, and the
+        verdicts as data.
+    """
+    from autograder.course import REPO, assignment_ids
+    from autograder.learner.verdict import (
+        format_verdict,
+        grade_at_home,
+        hidden_checks_at_home,
+        holds_hidden_tests,
+    )
+    from autograder.learner.workspace import assignment_of
+
+    say = (lambda text: None) if args.json else print
+    setting_on = hidden_checks_at_home()
+    known = set(assignment_ids()) if (REPO / "solutions").is_dir() else set()
+    graded, visible, unchecked = [], [], False
+    for notebook in notebooks:
+        if not notebook.is_file():
+            _print_error(f"cannot check {notebook}: no notebook there")
+            unchecked = True
+        elif (
+            setting_on
+            and not args.visible_only
+            and assignment_of(notebook) in known
+            and not holds_hidden_tests(notebook)
+        ):
+            graded.append(notebook)
+        else:
+            visible.append(notebook)
+    results: list[dict] = []
+    all_pass = True
+    if graded:
+        for verdict in grade_at_home(graded, cell_timeout=args.timeout):
+            say(format_verdict(verdict, _shown_path(verdict.notebook), _terminal_width()))
+            results.append(verdict.as_dict())
+            all_pass = all_pass and verdict.ok
+    for notebook in visible:
+        from autograder.learner.validate import check_notebook
+
         try:
-            report = check_notebook(Path(notebook), cell_timeout=args.timeout)
+            report = check_notebook(notebook, cell_timeout=args.timeout)
         except (OSError, ValueError) as error:  # this notebook only: check the others
             _print_error(f"cannot check {notebook}: {error}")
-            failed = True
+            unchecked = True
             continue
-        print(report.format())
-        failed = failed or not report.ok
-    return 1 if failed else 0
+        if holds_hidden_tests(notebook):
+            why = "a source notebook: its hidden tests run in it"
+        elif args.visible_only:
+            why = "as asked"
+        elif not setting_on:
+            why = "this course turns the hidden checks off at home"
+        elif not known:
+            why = "no solutions/ here, so no hidden checks"
+        else:
+            why = f"{notebook.name} is not named after an assignment"
+        say(report.format(note=f"its own tests only ({why})"))
+        results.append(report.as_dict())
+        all_pass = all_pass and report.ok
+    return unchecked, all_pass, results
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return max(60, min(120, shutil.get_terminal_size((100, 24)).columns))
 
 
 def _course(args: argparse.Namespace) -> Course:
@@ -398,10 +488,47 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _workspace(args: argparse.Namespace) -> Path:
+    from autograder.learner.workspace import default_workspace
+
+    return Path(args.workspace).resolve() if args.workspace else default_workspace()
+
+
 def _lab(args: argparse.Namespace) -> int:
     from autograder.learner.lab import start_lab
 
-    return start_lab(args.jupyter_args)
+    return start_lab(_workspace(args), args.port, args.token, args.jupyter_args)
+
+
+def _changes(args: argparse.Namespace) -> int:
+    """Prints what changed in the course's release for the exercises the learner answered."""
+    from autograder.course import REPO
+    from autograder.learner.workspace import exercise_changes, workspace_notebooks
+
+    workspace = _workspace(args)
+    notebooks = [Path(name).resolve() for name in args.notebooks] or (
+        workspace_notebooks(workspace) if workspace.is_dir() else []
+    )
+    if not notebooks:
+        raise AutograderError(f"no notebook in {workspace}: `make lab` makes it on first use")
+    said = False
+    for notebook in notebooks:
+        lines = exercise_changes(notebook, workspace, REPO / "notebooks")
+        if lines:
+            print(f"{notebook.name}:")
+            print("\n".join(f"  {line}" for line in lines))
+            said = True
+    if not said:
+        print("Nothing you answered has changed in the course's notebooks.")
+    return 0
+
+
+def _add_workspace_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--workspace",
+        metavar="FOLDER",
+        help="your own notebooks (default: $AUTOGRAD_PITFALLS_WORKSPACE, else workspace/)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -419,10 +546,29 @@ def parser() -> argparse.ArgumentParser:
     build_cmd.set_defaults(run=_build)
 
     check_cmd = commands.add_parser(
-        "check", help="run a notebook's tests and report per exercise (exit 1 if any fails)"
+        "check",
+        help="grade notebooks as the grader does (visible tests and hidden checks) and report "
+        "per exercise; exit 1 while one does not pass",
     )
-    check_cmd.add_argument("notebooks", nargs="+", help="notebook files to check")
+    check_cmd.add_argument(
+        "notebooks",
+        nargs="*",
+        help="notebook files to check (default: every notebook of your workspace)",
+    )
     check_cmd.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    check_cmd.add_argument(
+        "--visible-only",
+        action="store_true",
+        help="run the notebook's visible tests only, as nbgrader validate does",
+    )
+    check_cmd.add_argument(
+        "--json", action="store_true", help="print the verdicts as JSON instead of text"
+    )
+    check_cmd.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 when every notebook was checked, whatever the verdict (make check)",
+    )
     check_cmd.set_defaults(run=_check)
 
     collect_cmd = commands.add_parser(
@@ -468,9 +614,28 @@ def parser() -> argparse.ArgumentParser:
     grade_cmd.set_defaults(run=_grade)
 
     lab_cmd = commands.add_parser(
-        "lab", help="start JupyterLab on notebooks/ for self-study (other options go to jupyter)"
+        "lab",
+        help="start JupyterLab on your workspace for self-study (made from notebooks/ on first "
+        "use; other options go to jupyter lab)",
+    )
+    _add_workspace_option(lab_cmd)
+    lab_cmd.add_argument("--port", type=int, help="the port to serve on (default: 8888 or next)")
+    lab_cmd.add_argument(
+        "--token",
+        help="the token the browser must give (default: a new one, printed in the URL; "
+        "'' for none, on a machine only you use)",
     )
     lab_cmd.set_defaults(run=_lab)
+
+    changes_cmd = commands.add_parser(
+        "changes",
+        help="show what a new version of the course changed in the exercises you answered",
+    )
+    changes_cmd.add_argument(
+        "notebooks", nargs="*", help="workspace notebooks (default: all of them)"
+    )
+    _add_workspace_option(changes_cmd)
+    changes_cmd.set_defaults(run=_changes)
     return root
 
 

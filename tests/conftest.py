@@ -45,6 +45,24 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
         yield folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_learner_folders(tmp_path_factory: pytest.TempPathFactory):
+    """Points the learner's workspace and check course into this run's folders.
+
+    No test may write the repository's ``workspace/`` (a learner's answers) or
+    ``build/learner/`` (their check course, with its secret): what a test starts (a lab,
+    a check) inherits these.
+    """
+    from autograder.learner.verdict import COURSE_VARIABLE
+    from autograder.learner.workspace import WORKSPACE_VARIABLE
+
+    folder = tmp_path_factory.mktemp("learner")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(WORKSPACE_VARIABLE, str(folder / "workspace"))
+        patch.setenv(COURSE_VARIABLE, str(folder / "check-course"))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def built_course(tmp_path_factory: pytest.TempPathFactory) -> Course:
     """A course whose sources and student notebooks were built from solutions/ (not notebooks/)."""

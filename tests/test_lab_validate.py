@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import types
+import asyncio
+import html
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograd_pitfalls import passline
-from autograder.course import nbgrader_config
 from autograder.learner import validate_button as lab_validate
 from autograder.learner.summary import exercise_summary
 from autograder.learner.validate import check_notebook
@@ -26,12 +26,11 @@ def test_nbgrader_still_has_what_lab_validate_reaches():
     # The one place that reaches into nbgrader's server extension: if an nbgrader upgrade
     # moves these, this fails before the lab's Validate button does.
     handlers = lab_validate.NBGRADER_HANDLERS
-    assert callable(handlers.ValidateAssignmentHandler.validate_notebook)
-    assert handlers.Validator.__name__ == "Validator"  # the name it validates with
+    assert isinstance(handlers.ValidateAssignmentHandler.root_dir, property)
     patterns = dict(handlers.default_handlers)
     assert patterns[r"/assignments/validate"] is handlers.ValidateAssignmentHandler
     assert r"/nbgrader_version" in patterns
-    assert issubclass(lab_validate.SummaryValidateHandler, handlers.ValidateAssignmentHandler)
+    assert issubclass(lab_validate.VerdictValidateHandler, handlers.ValidateAssignmentHandler)
     assert lab_validate._jupyter_server_extension_points() == [
         {"module": "autograder.learner.validate_button"}
     ]
@@ -43,38 +42,60 @@ def test_summary_names_passing_and_failing_exercises():
     assert exercise_summary(["q1", "q2"], []) == "2 of 2 exercises pass."
 
 
-def test_short_reason_keeps_the_error_line_and_drops_the_traceback():
-    traceback = "\n".join(
+def _exercise(name, score, points, visible="pass", hidden="pass", messages=()):
+    return {
+        "exercise": name,
+        "score": score,
+        "max_score": points,
+        "visible": visible,
+        "hidden": hidden,
+        "messages": list(messages),
+    }
+
+
+def _verdict(exercises, status="ok", message="", changed=()):
+    return {
+        "notebook": "x.ipynb",
+        "assignment": "01_leaf_tensors",
+        "status": status,
+        "message": message,
+        "score": sum(e["score"] for e in exercises),
+        "max_score": sum(e["max_score"] for e in exercises),
+        "changed": list(changed),
+        "exercises": exercises,
+    }
+
+
+def test_the_dialog_gives_the_summary_then_each_exercise_with_points_and_whole_messages():
+    long = "hidden case 2 of 5: " + "the gradient of w is wrong; " * 30 + "<b>not bold</b>"
+    verdict = _verdict(
         [
-            f"{RED}-------------------------------------------",
-            f"{RED}NotImplementedError{RED}  Traceback (most recent call last)",
-            "Cell In[4], line 2",
-            "----> 2 predict()",
-            f"{RED}NotImplementedError{RED}: Exercise not answered yet: replace this line.",
+            _exercise("q1", 2, 2),
+            _exercise("q2", 0, 2, hidden="fail", messages=[long]),
+            _exercise("q3", 0, 3, visible="not answered", hidden="not run"),
         ]
     )
-    assert lab_validate.short_reason(traceback) == (
-        "NotImplementedError: Exercise not answered yet: replace this line."
+    [entry] = lab_validate.dialog_answer(verdict)["failed"]
+    assert entry["source"] == "1 of 3 exercises pass (q1); not yet: q2, q3."
+    page = entry["error"]
+    assert "Points: <b>2/7</b>" in page and "hidden checks" in page
+    assert html.escape(long) in page  # whole, escaped: nothing cut, no markup injected
+    assert "<b>q3</b> 0/3 points: not answered yet" in page
+    # Scoped to the dialog: nbgrader's "The following cell failed:" hidden, messages wrapped.
+    assert "#validation-message > div:not(.jp-RenderedText) { display: none; }" in page
+    assert "white-space: pre-wrap" in page
+    assert entry["raw_error"].splitlines()[1] == "q2: visible tests pass; hidden checks fail"
+
+
+def test_the_dialog_says_success_only_when_every_exercise_passes_and_nothing_was_edited():
+    assert lab_validate.dialog_answer(_verdict([_exercise("q1", 2, 2)])) == {}
+    edited = _verdict([_exercise("q1", 2, 2)], changed=["q1-tests"])
+    assert (
+        "q1-tests: this locked cell was edited"
+        in (lab_validate.dialog_answer(edited)["failed"][0]["error"])
     )
-    assert lab_validate.short_reason("some stderr\n") == "some stderr"
-    long = "AssertionError: first\n" + "\n".join(f"line {n}" for n in range(20))
-    assert lab_validate.short_reason(long).splitlines()[-1] == "..."
-
-
-def test_summarize_puts_the_summary_first_and_shortens_each_failure():
-    q1 = '"""Checks one thing."""\nassert one()'
-    q2 = '"""Checks another thing, on every device."""\nassert two()'
-    notebook = new_notebook(cells=[_graded("q1-tests", q1), _graded("q2-tests", q2)])
-    untouched = {"source": "x = 1", "error": "<pre>e</pre>", "raw_error": "e"}
-    failed = [
-        {"source": q2, "error": "<pre>long</pre>", "raw_error": "...\nAssertionError: wrong"},
-        untouched,
-    ]
-    entries = lab_validate.summarize(notebook, failed)
-    assert entries[0]["source"] == "1 of 2 exercises pass (q1); not yet: q2."
-    assert entries[1]["source"] == "q2: Checks another thing, on every device."
-    assert entries[1]["raw_error"] == "AssertionError: wrong"
-    assert entries[2] is untouched  # not a graded test cell: kept as nbgrader wrote it
+    late = _verdict([_exercise("q1", 2, 2)], status="timeout", message="cell 3 ran too long")
+    assert "timeout: cell 3 ran too long" in lab_validate.dialog_answer(late)["failed"][0]["error"]
 
 
 def test_pass_line_is_for_test_cells_only_and_needs_ipython():
@@ -99,14 +120,10 @@ def test_a_test_cell_that_logs_to_stderr_passes_in_make_check_and_the_lab(tmp_pa
     report = check_notebook(path)
     assert [(e.exercise, e.passed) for e in report.exercises] == [("q1", True), ("q2", False)]
 
-    # As the lab's Validate button does: nbgrader's handler, with the course's validator.
-    handler = lab_validate.SummaryValidateHandler.__new__(lab_validate.SummaryValidateHandler)
-    handler.load_config = lambda: nbgrader_config()
-    handler.application = types.SimpleNamespace(settings={"root_dir": str(tmp_path)})
-    output = handler.validate_notebook(path.name)
+    # As the lab's Validate button does (the check in a process of its own): a notebook
+    # not named after an assignment runs its visible tests only, with the same rule.
+    output = asyncio.run(lab_validate.run_check(path))
     assert output["success"], output
-    failing = [entry["source"] for entry in output["value"]["failed"]]
-    assert failing == [
-        "1 of 2 exercises pass (q1); not yet: q2.",
-        "q2: Checks that a failing test still fails.",
-    ]
+    [entry] = output["value"]["failed"]
+    assert entry["source"] == "1 of 2 exercises pass (q1); not yet: q2."
+    assert "Visible tests only" in entry["error"] and "wrong" in entry["error"]

@@ -1,5 +1,8 @@
 """Start JupyterLab for self-study: nbgrader's Validate button on, course tools off.
 
+JupyterLab serves the learner's workspace (:mod:`autograder.learner.workspace`), never
+``notebooks/``, which the build rewrites, and opens the notebook the learner saved last.
+
 A learner has no exchange and no course: nbgrader's assignment list, course list and
 formgrader would fail on every poll and fill the server log with errors. They are turned
 off in this project's virtual environment only; validation stays on. So is JupyterLab's
@@ -17,14 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import nbformat
 from nbformat.sign import NotebookNotary
 
 from autograder.course import REPO
+from autograder.learner.workspace import baseline_of, prepare, workspace_notebooks
 
 SERVER_EXTENSIONS_OFF = (
     "nbgrader.server_extensions.assignment_list",
@@ -114,12 +118,45 @@ def _write_learner_kernel() -> None:
         (folder / "kernel.json").write_text(text)
 
 
-def _lab_plugins_disabled() -> set[str]:
+def _disable_lab_plugins(plugins: tuple[str, ...]) -> None:
+    # The file `jupyter labextension disable --level=sys_prefix` and `... lock` write, written
+    # here: each of those commands takes seconds to start (half a minute for the six on a
+    # new machine, with nothing printed). Locked too, so that JupyterLab's plugin manager
+    # cannot turn one back on: Create Assignment could unlock a test cell.
     page_config = Path(sys.prefix) / "etc" / "jupyter" / "labconfig" / "page_config.json"
-    if not page_config.is_file():
-        return set()
-    disabled = json.loads(page_config.read_text()).get("disabledExtensions", {})
-    return {name for name, off in disabled.items() if off}
+    settings = json.loads(page_config.read_text()) if page_config.is_file() else {}
+    changed = False
+    for key in ("disabledExtensions", "lockedExtensions"):
+        entries = settings.setdefault(key, {})
+        for plugin in plugins:
+            if entries.get(plugin) is not True:
+                entries[plugin] = True
+                changed = True
+    if changed:
+        page_config.parent.mkdir(parents=True, exist_ok=True)
+        page_config.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+# JupyterLab settings the course starts with (a learner's own settings still win): the
+# file browser without its "Modified" column, which left the six notebooks' names cut off
+# ("05_embedding...") in the sidebar's default width.
+LAB_SETTINGS = {
+    "@jupyterlab/filebrowser-extension:browser": {"showLastModifiedColumn": False},
+}
+
+
+def _set_lab_defaults(defaults: dict[str, dict[str, object]]) -> None:
+    # JupyterLab's overrides.json in its application folder: the defaults of its settings
+    # for this environment, as an administrator sets them (the learner's choices, saved in
+    # their user settings, come after).
+    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    settings = json.loads(overrides.read_text()) if overrides.is_file() else {}
+    merged = {**settings}
+    for plugin, values in defaults.items():
+        merged[plugin] = {**settings.get(plugin, {}), **values}
+    if merged != settings:
+        overrides.parent.mkdir(parents=True, exist_ok=True)
+        overrides.write_text(json.dumps(merged, indent=2) + "\n")
 
 
 def _set_server_extensions(modules: tuple[str, ...], enabled: bool) -> None:
@@ -133,44 +170,46 @@ def _set_server_extensions(modules: tuple[str, ...], enabled: bool) -> None:
         (folder / f"{module}.json").write_text(json.dumps(setting, indent=2) + "\n")
 
 
-def _trust_notebooks() -> None:
-    # What `jupyter trust` does, in this process: sign each notebook not signed yet in the
-    # user's notary database.
+def trust_notebooks(notebooks: list[Path]) -> None:
+    """Signs each notebook not signed yet in the user's notary database (``jupyter trust``).
+
+    Trust is a signature of the content kept in the database (not in the file): a
+    notebook opens trusted (no "not trusted" warning) until its content changes, and a
+    notebook the learner saved from JupyterLab is signed by JupyterLab itself.
+    """
     notary = NotebookNotary()
-    for path in sorted((REPO / "notebooks").glob("*/*.ipynb")):
+    for path in notebooks:
         notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
         if not notary.check_signature(notebook):
             notary.sign(notebook)
 
 
 def configure_learner_lab() -> None:
-    """Turns nbgrader's course tools off in this environment and trusts ``notebooks/``.
+    """Turns nbgrader's course tools off in this environment; writes the warm kernel spec.
 
-    Idempotent and quiet. Trust is a signature of each notebook's content kept in the
-    user's notary database (not in the file), so the committed notebooks open trusted
-    (no "not trusted" warning) until a learner edits them.
+    Idempotent, quiet and quick (it writes a few small files).
     """
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
     _set_server_extensions(SERVER_EXTENSIONS_OFF, enabled=False)
     _set_server_extensions(SERVER_EXTENSIONS_ON, enabled=True)
-    for plugin in set(LAB_PLUGINS_OFF) - _lab_plugins_disabled():
-        subprocess.run(
-            [_jupyter(), "labextension", "disable", "--level=sys_prefix", plugin], **quiet
-        )
-    _trust_notebooks()
+    _disable_lab_plugins(LAB_PLUGINS_OFF)
+    _set_lab_defaults(LAB_SETTINGS)
     _write_learner_kernel()
 
 
-def lab_command(extra: list[str] | None = None, root_dir: Path | None = None) -> list[str]:
-    """Returns the command that starts JupyterLab on ``notebooks/``.
+def lab_command(
+    root_dir: Path, extra: list[str] | None = None, open_notebook: Path | None = None
+) -> list[str]:
+    """Returns the command that starts JupyterLab on the learner's workspace.
 
     It runs from the repository root, so nbgrader's Validate button reads
     ``nbgrader_config.py``.
 
     Args:
+        root_dir: The folder JupyterLab serves: the learner's workspace (the tests serve
+            one of their own).
         extra: More arguments for ``jupyter lab``.
-        root_dir: The folder JupyterLab serves, ``notebooks/`` when None (the browser
-            test serves a copy, since running and validating saves the notebooks).
+        open_notebook: A notebook in ``root_dir`` that JupyterLab opens at start, instead
+            of its Launcher.
     """
     command = [
         # The learner's kernel (configure_learner_lab) before the environment's own:
@@ -179,7 +218,7 @@ def lab_command(extra: list[str] | None = None, root_dir: Path | None = None) ->
         f"JUPYTER_PATH={os.pathsep.join([str(LEARNER_KERNELS.parent), *_jupyter_path()])}",
         _jupyter(),
         "lab",
-        f"--ServerApp.root_dir={root_dir or REPO / 'notebooks'}",
+        f"--ServerApp.root_dir={root_dir}",
         "--KernelManager.transport_encryption=auto",
         # No keep-alive pings on the kernel websocket. jupyter_server hands its ping settings
         # (milliseconds: every 30,000, pong timeout 90,000) to tornado, which reads them as
@@ -189,23 +228,101 @@ def lab_command(extra: list[str] | None = None, root_dir: Path | None = None) ->
         # browser closes its connection itself, so there is nothing for pings to detect.
         '--ServerApp.tornado_settings={"ws_ping_interval": 0}',
     ]
+    if open_notebook is not None:
+        # The page the browser opens (and `/` redirects to): this notebook, in JupyterLab.
+        relative = open_notebook.relative_to(root_dir).as_posix()
+        command.append(f"--LabApp.default_url=/lab/tree/{urllib.parse.quote(relative)}")
     if os.geteuid() == 0:
         # Jupyter refuses to start as root; containers and fresh machines often are root.
         command.append("--allow-root")
     return [*command, *(extra or [])]
 
 
-def start_lab(extra: list[str] | None = None) -> int:
-    """Configures the environment, then replaces this process with JupyterLab.
+def notebook_to_open(workspace: Path) -> Path | None:
+    """The notebook to open at start: the one the learner saved last, else the first one.
+
+    A notebook counts as saved by the learner when it is newer than the release it was
+    copied from (copies made together are all "new" otherwise).
+    """
+    notebooks = [path for path in workspace_notebooks(workspace) if path.is_file()]
+    saved = [
+        path
+        for path in notebooks
+        if not baseline_of(workspace, path).is_file()
+        or path.stat().st_mtime > baseline_of(workspace, path).stat().st_mtime + 1
+    ]
+    if saved:
+        return max(saved, key=lambda path: path.stat().st_mtime)
+    return notebooks[0] if notebooks else None
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def start_lab(
+    workspace: Path,
+    port: int | None = None,
+    token: str | None = None,
+    extra: list[str] | None = None,
+) -> int:
+    """Prepares the workspace and JupyterLab, then replaces this process with JupyterLab.
+
+    Says what it does as it goes: on first use the configuration and the copies take a
+    few seconds, after an install that took minutes.
 
     Args:
+        workspace: The learner's folder (made from ``notebooks/`` on first use).
+        port: The port to serve on (JupyterLab's default, 8888 or the next free one, when
+            None).
+        token: The token the browser must give (JupyterLab makes one when None; "" for
+            none, on a machine nobody else uses).
         extra: More arguments for ``jupyter lab`` (for example ``--no-browser``).
 
     Returns:
         Never returns on success (the process becomes JupyterLab).
     """
+    _say("Configuring JupyterLab for self-study (Validate button on, course tools off)...")
     configure_learner_lab()
-    command = lab_command(extra)
+    first = not workspace.exists()
+    updates = prepare(workspace, REPO / "notebooks")
+    notebooks = workspace_notebooks(workspace)
+    trust_notebooks([update.path for update in updates])
+    where = _shown(workspace)
+    if first:
+        _say(f"Your notebooks are in {where}/ (made now from notebooks/).")
+    else:
+        _say(f"Your notebooks are in {where}/.")
+    _say(
+        "  Your answers are saved there: `make notebooks`, `make grade` and `make test` "
+        "never write in it."
+    )
+    if updates and not first:
+        _say("The course has changed since your last visit:")
+        for update in updates:
+            _say(update.describe(workspace))
+        if any(update.action == "beside" for update in updates):
+            _say("  `make changes` shows what changed in the exercises you answered.")
+    opened = notebook_to_open(workspace)
+    options = list(extra or [])
+    if port is not None:
+        options.append(f"--ServerApp.port={port}")
+    if token is not None:
+        options.append(f"--IdentityProvider.token={token}")
+    command = lab_command(workspace, options, opened)
+    _say(
+        f"Starting JupyterLab on {len(notebooks)} notebooks"
+        + (f", opening {opened.name}" if opened else "")
+        + " (Ctrl-C twice to stop it)..."
+    )
     os.chdir(REPO)
     os.execv(command[0], command)
     return 1  # pragma: no cover (execv does not return)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder where it is inside it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

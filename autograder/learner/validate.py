@@ -76,9 +76,14 @@ class CheckReport:
         failing = [result.exercise for result in self.exercises if not result.passed]
         return passed, failing
 
-    def format(self) -> str:
-        """Returns the report as text for a terminal."""
-        lines = [f"Checking {self.notebook}", exercise_summary(*self._passed_and_failing())]
+    def format(self, note: str = "") -> str:
+        """Returns the report as text for a terminal.
+
+        Args:
+            note: Said after the notebook's name (for example why only visible tests ran).
+        """
+        header = f"Checking {self.notebook}" + (f": {note}" if note else "")
+        lines = [header, exercise_summary(*self._passed_and_failing())]
         for grade_id in self.changed:
             lines.append(
                 f"  CHANGED  {grade_id}: this cell is locked and was edited; "
@@ -98,6 +103,29 @@ class CheckReport:
             f"({_fmt(score)}/{_fmt(total)} points)."
         )
         return "\n".join(lines)
+
+    def as_dict(self) -> dict:
+        """The report as JSON-ready data, in the form of a grader's verdict (no hidden checks)."""
+        return {
+            "notebook": str(self.notebook),
+            "assignment": "",
+            "status": "ok",
+            "message": "visible tests only",
+            "score": sum(result.score for result in self.exercises),
+            "max_score": sum(result.max_score for result in self.exercises),
+            "changed": self.changed,
+            "exercises": [
+                {
+                    "exercise": result.exercise,
+                    "score": result.score,
+                    "max_score": result.max_score,
+                    "visible": "pass" if result.passed else "fail",
+                    "hidden": "not run",
+                    "messages": [result.error] if result.error else [],
+                }
+                for result in self.exercises
+            ],
+        }
 
 
 def failure_text(cell: nbformat.NotebookNode) -> str:

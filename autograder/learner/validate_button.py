@@ -1,141 +1,164 @@
-"""The lab's Validate button with a summary first and one short reason per failing exercise.
+"""The lab's Validate button, giving the grader's verdict: per exercise, points and why.
 
-nbgrader's Validate dialog lists each failing test cell's whole source and traceback
-(about 9,700 characters for an untouched notebook) and never says which exercises pass.
-This server extension serves the same two URLs as nbgrader's ``validate_assignment``
-extension (which ``make lab`` turns off in its place), runs nbgrader's own validation,
-and rewrites only the ``failed`` list of its result: a summary entry first, then per
-failing exercise its name, what its tests check and the last lines of its error. The
-dialog itself is nbgrader's lab extension, unchanged.
+nbgrader's Validate button runs the notebook's visible tests and lists each failing test
+cell's whole source and traceback (about 9,700 characters for an untouched notebook),
+each under "The following cell failed:", never saying which exercises pass. This server
+extension serves the same two URLs as nbgrader's ``validate_assignment`` extension (which
+``make lab`` turns off in its place) and answers the button with ``make check``'s verdict:
+``python -m autograder check --json`` run on the notebook, in a process of its own (it
+grades as the grader does, hidden checks included: :mod:`autograder.learner.verdict`),
+without holding up the server meanwhile.
 
-Everything this reaches inside nbgrader is named in :data:`NBGRADER_HANDLERS` and used in
-this module only; ``tests/test_lab_validate.py`` checks that it still exists.
+The dialog itself is nbgrader's lab extension, unchanged: it shows each entry of the
+answer's ``failed`` list as its plain-text ``source`` and its ``error`` as HTML. So the
+verdict is one entry: the summary line as its source, and the exercises as its HTML, with
+a style of its own (scoped to the dialog, gone when it closes) that hides nbgrader's
+"The following cell failed:" line and wraps long messages instead of cutting them off.
+A notebook whose exercises all pass gets nbgrader's own "Success!" dialog.
+
+What this reaches inside nbgrader is named in :data:`NBGRADER_HANDLERS` and used in this
+module only; ``tests/test_lab_validate.py`` checks that it still exists.
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
-from collections.abc import Iterator
+import asyncio
+import html
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from jupyter_server.utils import url_path_join
-from nbconvert.filters import ansi2html, strip_ansi
-from nbgrader import utils
 from nbgrader.server_extensions.validate_assignment import handlers as NBGRADER_HANDLERS  # noqa: N812
+from tornado import web
 
-from autograder.course import exercise_name
+from autograder.course import REPO
 from autograder.learner.summary import exercise_summary
-from autograder.learner.validate import CourseValidator
 
-# An error's own line in a traceback: "NotImplementedError: ...", "AssertionError".
-_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
-MAX_REASON_LINES = 6
+# The dialog's style: nbgrader's lab extension puts the verdict's HTML in a <pre> inside
+# #validation-message, after a <p> "The following cell failed:" of its own.
+DIALOG_STYLE = """
+#validation-message > div:not(.jp-RenderedText) { display: none; }
+#validation-message pre { white-space: pre-wrap; overflow-wrap: break-word; }
+#validation-message > .jp-RenderedText:nth-child(2) pre {
+  font-family: var(--jp-ui-font-family); font-size: var(--jp-ui-font-size2); font-weight: bold;
+}
+#validation-message .ap-verdict { white-space: normal; font-family: var(--jp-ui-font-family); }
+#validation-message .ap-verdict > p:first-child { margin-top: 0; }
+#validation-message .ap-verdict li { margin: 0.4em 0; }
+#validation-message .ap-verdict .ap-why { display: block; font-family: var(--jp-code-font-family);
+  white-space: pre-wrap; overflow-wrap: break-word; margin: 0.2em 0 0 1em; }
+"""
 
 
-def short_reason(raw_error: str) -> str:
-    """Returns the end of a failing cell's error: from the error's own line, a few lines.
+def _exercise_state(exercise: dict[str, Any]) -> str:
+    if exercise["visible"] == "not answered":
+        return "not answered yet"
+    if exercise["visible"] == "fail":
+        return "visible tests fail"
+    if exercise["hidden"] == "not run":
+        return "visible tests pass"
+    return f"visible tests pass; hidden checks {exercise['hidden']}"
+
+
+def dialog_answer(verdict: dict[str, Any]) -> dict[str, Any]:
+    """Returns the ``value`` of nbgrader's answer for the dialog, from a ``check --json`` verdict.
 
     Args:
-        raw_error: nbgrader's ``raw_error`` (traceback lines and stderr, with ANSI colours).
-    """
-    lines = [line.rstrip() for line in strip_ansi(raw_error).strip().splitlines()]
-    starts = [index for index, line in enumerate(lines) if _ERROR_LINE.match(line)]
-    tail = lines[starts[-1] :] if starts else lines[-MAX_REASON_LINES:]
-    if len(tail) > MAX_REASON_LINES:
-        tail = [*tail[: MAX_REASON_LINES - 1], "..."]
-    return "\n".join(tail) or "the test cell did not pass"
-
-
-def _what_it_checks(source: str) -> str:
-    # A test cell opens with a docstring saying what it checks (solutions/README.md).
-    first = source.strip().splitlines()[0] if source.strip() else ""
-    return first.strip('"').strip()
-
-
-def summarize(notebook: nbformat.NotebookNode, failed: list[dict[str, str]]) -> list[dict]:
-    """Rewrites nbgrader's ``failed`` list: a summary entry, then one short entry each.
-
-    Args:
-        notebook: The validated notebook (as saved, before it ran).
-        failed: nbgrader's entries, each with the failing cell's ``source``, ``error``
-            (HTML) and ``raw_error``.
+        verdict: A notebook's verdict, as ``python -m autograder check --json`` prints it.
 
     Returns:
-        The new list, in the same format; an entry whose cell is not a graded test cell
-        of ``notebook`` is kept as nbgrader wrote it.
+        ``{}`` when every exercise passes (nbgrader's "Success!" dialog), else
+        ``{"failed": [entry]}`` with the summary as the entry's source and the exercises
+        as its HTML.
     """
-    tests = {
-        cell.source.strip(): exercise_name(cell.metadata.nbgrader["grade_id"])
-        for cell in notebook.cells
-        if cell.cell_type == "code" and utils.is_grade(cell)
-    }
-    by_source = {entry["source"]: entry for entry in failed}
-    failing = [name for source, name in tests.items() if source in by_source]
-    passed = [name for source, name in tests.items() if source not in by_source]
-    entries: list[dict[str, Any]] = [
-        {
-            "source": exercise_summary(passed, failing),
-            "error": "Below: what each failing exercise's tests check, and why it fails.",
-            "raw_error": "",
-        }
+    exercises = verdict["exercises"]
+    passed = [e["exercise"] for e in exercises if e["score"] >= e["max_score"]]
+    failing = [e["exercise"] for e in exercises if e["score"] < e["max_score"]]
+    changed = verdict.get("changed", [])
+    if not failing and verdict["status"] == "ok" and not changed:
+        return {}
+    if verdict["message"] == "visible tests only":
+        how = "Visible tests only: the hidden checks do not run here."
+    else:
+        how = "Graded as the grader grades it: visible tests and hidden checks."
+    points = f"{verdict['score']:g}/{verdict['max_score']:g}"
+    parts = [f"<style>{DIALOG_STYLE}</style>", '<div class="ap-verdict">']
+    parts.append(f"<p>{html.escape(how)} Points: <b>{points}</b>.</p>")
+    if verdict["status"] != "ok":
+        note = f"The grader's status: {verdict['status']}: {verdict['message']}"
+        parts.append(f"<p>{html.escape(note)}</p>")
+    parts += [
+        f"<p>{html.escape(grade_id)}: this locked cell was edited; the grader uses the "
+        "course's version instead.</p>"
+        for grade_id in changed
     ]
-    for entry in failed:
-        name = tests.get(entry["source"])
-        if name is None:
-            entries.append(entry)
-            continue
-        reason = short_reason(entry.get("raw_error", ""))
-        entries.append(
-            {
-                "source": f"{name}: {_what_it_checks(entry['source'])}",
-                "error": ansi2html(reason),
-                "raw_error": reason,
-            }
+    parts.append("<ul>")
+    for exercise in exercises:
+        mark = "✓" if exercise["score"] >= exercise["max_score"] else "✗"
+        line = (
+            f"{mark} <b>{html.escape(exercise['exercise'])}</b> "
+            f"{exercise['score']:g}/{exercise['max_score']:g} points: "
+            f"{html.escape(_exercise_state(exercise))}"
         )
-    return entries
+        whys = "".join(
+            f'<span class="ap-why">{html.escape(message)}</span>'
+            for message in exercise["messages"]
+            if exercise["score"] < exercise["max_score"]
+        )
+        parts.append(f"<li>{line}{whys}</li>")
+    parts.append("</ul></div>")
+    text = [f"{e['exercise']}: {_exercise_state(e)}" for e in exercises]
+    return {
+        "failed": [
+            {
+                "source": exercise_summary(passed, failing),
+                "error": "".join(parts),
+                "raw_error": "\n".join(text),
+            }
+        ]
+    }
 
 
-@contextlib.contextmanager
-def course_validator() -> Iterator[None]:
-    """Within this block, nbgrader's handler validates with :class:`CourseValidator`.
+async def run_check(notebook: Path) -> dict[str, Any]:
+    """Runs ``python -m autograder check --json`` on one notebook; returns nbgrader's answer.
 
-    The handler makes its validator from the name ``Validator`` of its module; the server
-    calls it on its one event-loop thread, so nothing else sees the swap.
+    Returns:
+        ``{"success": True, "value": ...}`` with :func:`dialog_answer`'s value, or
+        ``{"success": False, "value": text}`` saying why the check could not run.
     """
-    nbgraders = NBGRADER_HANDLERS.Validator
-    NBGRADER_HANDLERS.Validator = CourseValidator
+    command = [sys.executable, "-m", "autograder", "check", "--json", "--exit-zero", str(notebook)]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
     try:
-        yield
-    finally:
-        NBGRADER_HANDLERS.Validator = nbgraders
+        [verdict] = json.loads(out)
+    except ValueError:
+        reason = err.decode(errors="replace").strip() or f"exit status {process.returncode}"
+        return {"success": False, "value": f"The check could not run:\n{reason[-4000:]}"}
+    return {"success": True, "value": dialog_answer(verdict)}
 
 
-class SummaryValidateHandler(NBGRADER_HANDLERS.ValidateAssignmentHandler):
-    """nbgrader's validate handler, with the course's validator; failures summarized.
+class VerdictValidateHandler(NBGRADER_HANDLERS.ValidateAssignmentHandler):
+    """nbgrader's validate URL, answered with the grader's verdict (:func:`run_check`)."""
 
-    See :class:`CourseValidator` and :func:`summarize`.
-    """
-
-    def validate_notebook(self, path: str) -> dict[str, Any]:
-        """Validates as nbgrader does, then summarizes the failing exercises.
-
-        Args:
-            path: The notebook, relative to the server's root folder.
-
-        Returns:
-            nbgrader's ``{"success": ..., "value": ...}`` with ``value["failed"]`` rewritten.
-        """
-        with course_validator():
-            output = super().validate_notebook(path)
-        value = output.get("value")
-        if output.get("success") and isinstance(value, dict) and value.get("failed"):
-            # nbgrader checked already that the path stays inside the root folder.
-            notebook = nbformat.read(Path(self.root_dir) / path, as_version=4)
-            value["failed"] = summarize(notebook, value["failed"])
-        return output
+    @web.authenticated
+    async def post(self) -> None:
+        """Checks the notebook at the posted ``path`` (inside the server's root folder)."""
+        try:
+            path = self.get_argument("path")
+        except web.MissingArgumentError:
+            path = (self.get_json_body() or {}).get("path", "")
+        root = Path(self.root_dir).resolve()
+        target = (root / path).resolve()
+        if not target.is_relative_to(root):
+            raise web.HTTPError(403, "Access denied: path outside allowed directory")
+        self.finish(json.dumps(await run_check(target)))
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -150,7 +173,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     handlers = [
         (
             url_path_join(base_url, pattern),
-            SummaryValidateHandler
+            VerdictValidateHandler
             if handler is NBGRADER_HANDLERS.ValidateAssignmentHandler
             else handler,
         )

@@ -1,0 +1,289 @@
+"""The learner's workspace: their own copies of the notebooks, which no other command writes.
+
+``notebooks/`` is what the build writes (``make notebooks``, ``make grade`` and ``make
+fixtures`` rebuild it); a learner who saved answers there lost them at the next build. So
+``make lab`` works in a folder of the learner's own, ``workspace/`` (ignored by git), made
+from the released notebooks on first use:
+
+* a released notebook the workspace does not have yet is copied in, flat:
+  ``workspace/01_leaf_tensors.ipynb`` (the grader and ``make check`` read the assignment from
+  the file name);
+* beside it, ``workspace/.released/`` keeps the release each copy was made from (hidden in
+  JupyterLab), so that a later release can be compared with it;
+* when the course has a new release of a notebook, a copy the learner has not edited is
+  replaced by it; an edited one is kept, and the new release is saved beside it as
+  ``<name>.new.ipynb``. :func:`exercise_changes` (``make changes``) then shows what changed
+  in the exercises the learner answered.
+
+Nothing here ever writes a notebook the learner has edited, and nothing else in the
+project writes under the workspace.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+
+from autograder.course import REPO, exercise_name
+
+# Set to use another folder than the repository's workspace/ (the tests use their own).
+WORKSPACE_VARIABLE = "AUTOGRAD_PITFALLS_WORKSPACE"
+RELEASED = ".released"
+NEW_SUFFIX = ".new"
+
+
+def default_workspace() -> Path:
+    """The learner's workspace: ``$AUTOGRAD_PITFALLS_WORKSPACE``, else ``workspace/``."""
+    return Path(os.environ.get(WORKSPACE_VARIABLE) or REPO / "workspace").resolve()
+
+
+def released_notebooks(release: Path) -> dict[str, Path]:
+    """The student notebooks of a release folder (``NN_slug/NN_slug.ipynb``), by assignment."""
+    return {
+        path.stem: path
+        for path in sorted(release.glob("*/*.ipynb"))
+        if path.stem == path.parent.name
+    }
+
+
+def assignment_of(notebook: Path) -> str:
+    """The assignment a workspace notebook belongs to: its name without ``.new`` and suffixes.
+
+    ``01_leaf_tensors.ipynb``, ``01_leaf_tensors.new.ipynb`` and
+    ``01_leaf_tensors/01_leaf_tensors.ipynb`` (the release's layout) all give
+    ``01_leaf_tensors``.
+    """
+    return notebook.name.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Update:
+    """What :func:`prepare` did with one released notebook.
+
+    Attributes:
+        assignment: The assignment id.
+        action: ``"added"`` (first copy), ``"replaced"`` (a new release over an unedited
+            copy) or ``"beside"`` (a new release saved next to the learner's edited copy).
+        path: The notebook written.
+    """
+
+    assignment: str
+    action: str
+    path: Path
+
+    def describe(self, workspace: Path) -> str:
+        """One line for the terminal."""
+        name = self.path.relative_to(workspace)
+        if self.action == "added":
+            return f"  {name}: copied from the course"
+        if self.action == "replaced":
+            return f"  {name}: the course's new version (you had not edited yours)"
+        return (
+            f"  {name}: the course's new version, saved beside your "
+            f"{self.assignment}.ipynb (yours is untouched)"
+        )
+
+
+def _sources(path: Path) -> list[tuple[str, str]]:
+    """A notebook's cells as (type, source): what a learner edits, outputs aside."""
+    notebook = nbformat.read(path, as_version=4)
+    return [(cell.cell_type, cell.source) for cell in notebook.cells]
+
+
+def _edited(notebook: Path, baseline: Path) -> bool:
+    """Whether the learner changed any cell of ``notebook`` since it was copied."""
+    if not baseline.is_file():
+        return True  # unknown origin: treat it as the learner's own work
+    try:
+        return _sources(notebook) != _sources(baseline)
+    except (OSError, ValueError, nbformat.reader.NotJSONError):
+        return True
+
+
+def _copy_in(source: Path, target: Path, baseline: Path) -> None:
+    # The baseline first: a copy interrupted half-way leaves a notebook that is still
+    # compared with the release it came from. Each file is written whole, then renamed.
+    for path in (baseline, target):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        shutil.copyfile(source, draft)
+        os.replace(draft, path)
+
+
+def baseline_of(workspace: Path, notebook: Path) -> Path:
+    """Where the release a workspace notebook was copied from is kept."""
+    return workspace / RELEASED / notebook.name
+
+
+def _new_version_path(workspace: Path, assignment: str) -> Path:
+    """``<assignment>.new.ipynb``, or ``.new2``, ``.new3``... past edited ones."""
+    number = 1
+    while True:
+        suffix = NEW_SUFFIX if number == 1 else f"{NEW_SUFFIX}{number}"
+        path = workspace / f"{assignment}{suffix}.ipynb"
+        if not path.exists() or not _edited(path, baseline_of(workspace, path)):
+            return path
+        number += 1
+
+
+def prepare(workspace: Path, release: Path) -> list[Update]:
+    """Makes the workspace hold every released notebook, never writing over the learner's work.
+
+    Args:
+        workspace: The learner's folder (created when missing).
+        release: The released notebooks, ``NN_slug/NN_slug.ipynb`` each.
+
+    Returns:
+        What was copied, in assignment order (nothing when the workspace is up to date).
+    """
+    workspace.mkdir(parents=True, exist_ok=True)
+    updates = []
+    for assignment, released in released_notebooks(release).items():
+        mine = workspace / f"{assignment}.ipynb"
+        baseline = baseline_of(workspace, mine)
+        if not mine.exists():
+            _copy_in(released, mine, baseline)
+            updates.append(Update(assignment, "added", mine))
+            continue
+        if baseline.is_file() and baseline.read_bytes() == released.read_bytes():
+            continue  # the release this copy came from is still the course's
+        if not _edited(mine, baseline):
+            _copy_in(released, mine, baseline)
+            updates.append(Update(assignment, "replaced", mine))
+            continue
+        beside = _new_version_path(workspace, assignment)
+        beside_baseline = baseline_of(workspace, beside)
+        if beside.exists() and beside_baseline.read_bytes() == released.read_bytes():
+            continue  # this release is already beside it
+        _copy_in(released, beside, beside_baseline)
+        updates.append(Update(assignment, "beside", beside))
+    return updates
+
+
+def workspace_notebooks(workspace: Path) -> list[Path]:
+    """The notebooks of the workspace, in order (hidden folders and checkpoints left out)."""
+    return sorted(path for path in workspace.glob("*.ipynb") if not path.name.startswith("."))
+
+
+# --- what changed in the exercises a learner answered ----------------------------------
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise as a notebook presents it.
+
+    Attributes:
+        name: ``q1``, ``q2``...
+        text: The markdown cells from the exercise's heading to its answer cell.
+        stub: The answer cell as released (the function to complete).
+        tests: The visible test cell.
+    """
+
+    name: str
+    text: str
+    stub: str
+    tests: str
+
+
+def exercises(notebook: nbformat.NotebookNode) -> dict[str, Exercise]:
+    """The exercises of a notebook, by name: each answer cell with its text and tests."""
+    found: dict[str, Exercise] = {}
+    text: list[str] = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown":
+            if cell.source.lstrip().startswith("#"):
+                text = []  # a heading starts what the next exercise's text may be
+            text.append(cell.source)
+            continue
+        if not utils.is_solution(cell):
+            continue
+        name = exercise_name(cell.metadata.nbgrader.get("grade_id", f"cell-{index}"))
+        tests = next(
+            (
+                later.source
+                for later in notebook.cells[index + 1 :]
+                if later.cell_type == "code"
+                and utils.is_grade(later)
+                and exercise_name(later.metadata.nbgrader.get("grade_id", "")) == name
+            ),
+            "",
+        )
+        found[name] = Exercise(name, "\n\n".join(text), cell.source, tests)
+        text = []
+    return found
+
+
+def _answer_sources(notebook: nbformat.NotebookNode) -> dict[str, str]:
+    return {
+        exercise_name(cell.metadata.nbgrader["grade_id"]): cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and utils.is_solution(cell)
+    }
+
+
+def _diff(name: str, before: str, after: str) -> list[str]:
+    return list(
+        difflib.unified_diff(
+            before.splitlines(),
+            after.splitlines(),
+            f"{name} (your version)",
+            f"{name} (the course's new version)",
+            lineterm="",
+        )
+    )
+
+
+def exercise_changes(notebook: Path, workspace: Path, release: Path) -> list[str]:
+    """What changed in the course's release for the exercises this notebook answers.
+
+    Compares the release the learner's notebook was copied from with the course's current
+    one, for each exercise whose answer the learner changed: its text, its function stub and
+    its visible tests, as unified diffs. Exercises added by the new release are named.
+
+    Args:
+        notebook: A notebook of the workspace.
+        workspace: The workspace.
+        release: The course's released notebooks.
+
+    Returns:
+        Lines to print; empty when nothing the learner answered has changed.
+    """
+    assignment = assignment_of(notebook)
+    current = released_notebooks(release).get(assignment)
+    baseline = baseline_of(workspace, notebook)
+    if current is None or not baseline.is_file():
+        return []
+    before = exercises(nbformat.read(baseline, as_version=4))
+    after = exercises(nbformat.read(current, as_version=4))
+    stubs = {name: exercise.stub for name, exercise in before.items()}
+    mine = _answer_sources(nbformat.read(notebook, as_version=4))
+    answered = [name for name, source in mine.items() if source != stubs.get(name)]
+    lines: list[str] = []
+    for name in answered:
+        old, new = before.get(name), after.get(name)
+        if old is None or new is None:
+            if new is None:
+                lines.append(f"{name}: no longer in the course's new version")
+            continue
+        parts = [
+            ("text", old.text, new.text),
+            ("function to complete", old.stub, new.stub),
+            ("visible tests", old.tests, new.tests),
+        ]
+        changed = [(part, a, b) for part, a, b in parts if a != b]
+        if not changed:
+            continue
+        parts_changed = ", ".join(part for part, *_ in changed)
+        lines.append(f"{name}: changed in the course's new version ({parts_changed})")
+        for part, a, b in changed:
+            lines.extend(f"    {line}" for line in _diff(f"{name} {part}", a, b))
+    added = [name for name in after if name not in before]
+    if added:
+        lines.append(f"new exercises: {', '.join(added)}")
+    return lines
