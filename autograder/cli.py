@@ -383,6 +383,8 @@ def _report(args: argparse.Namespace) -> int:
         print(report.markdown.read_text())
         print(f"report: {report.markdown.relative_to(course.root)}")
         print(f"plot:   {report.plot.relative_to(course.root)}")
+        if report.page is not None:
+            print(f"page:   {report.page.as_uri()}")
     return 0
 
 
@@ -417,6 +419,8 @@ def _grade(args: argparse.Namespace) -> int:
     print(f"feedback: {result.feedback.relative_to(course.root)}/<student>/{args.assignment}/")
     if result.report is not None:
         print(f"report:   {result.report.markdown.relative_to(course.root)}")
+        if result.report.page is not None:
+            print(f"          {result.report.page.as_uri()} (in a browser)")
     return 0
 
 

@@ -380,6 +380,21 @@ def _solve_first_exercise_and_validate(page: Page, assignment, grade_ids, tests)
 
 
 @pytest.mark.slow
+def test_the_class_report_page_renders_with_its_plot(graded, page):
+    """The HTML report ``make grade`` writes beside the Markdown, opened as an instructor would."""
+    browser_page, console_errors = page
+    report = graded[SOLVED].report
+    browser_page.goto(report.page.as_uri())
+    assert browser_page.title() == f"{SOLVED}: class report"
+    assert browser_page.locator("h2", has_text="Exercises").count() == 1
+    assert browser_page.locator("table").count() >= 2
+    plot = browser_page.locator("img").first
+    assert plot.evaluate("img => img.complete && img.naturalWidth > 0"), "the plot did not load"
+    _shot(browser_page, f"{SOLVED}-5-class-report")
+    assert not console_errors, f"browser console errors: {console_errors}"
+
+
+@pytest.mark.slow
 def test_browser_session_left_the_server_log_clean(lab):
     # Runs after the notebooks (pytest keeps file order): the whole session's log.
     _, _, log = lab

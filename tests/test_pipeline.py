@@ -266,6 +266,11 @@ def test_report_gives_pass_rates_and_recognises_the_wrong_answers(graded, assign
     for name in failing:
         assert f"`{name}`" in text, f"{name} is not recognised in the report"
     assert "| missing | 1 |" in text and "| unreadable | 1 |" in text
+    # The same report as a page: its tables rendered, the plot inside it.
+    page = report.page.read_text()
+    assert report.page.name == f"{assignment}_report.html"
+    assert "<table>" in page and '<img src="data:image/png;base64,' in page
+    assert f"<td>{report.exercises[0].name}</td>" in page
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """What the class did: pass rate per exercise, the pitfalls it fell into, and a plot.
 
 Written from the status file, the gradebook and the autograded notebooks, as
-``exports/<assignment>_report.md`` and ``exports/<assignment>_report.png``. A failing
+``exports/<assignment>_report.md``, ``exports/<assignment>_report.png`` and, for a
+browser, ``exports/<assignment>_report.html`` (the same report, the plot inline). A failing
 test's message names its pitfall (the course's helpers end it with the pitfall's marker,
 ``[<key>]``, see :func:`autograd_pitfalls.pitfalls.named_in`), so counting those per
 exercise shows which pitfalls the class falls into. An answer that is
@@ -12,6 +13,8 @@ in ``autograder/fixtures/<assignment>/wrong_answers.py`` is reported by that nam
 from __future__ import annotations
 
 import ast
+import base64
+import html
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,12 +68,15 @@ class Report:
         plot: The pass-rate plot, ``exports/<assignment>_report.png``.
         exercises: One summary per exercise, in notebook order.
         statuses: Students per status.
+        page: The report as a web page with the plot inline,
+            ``exports/<assignment>_report.html``.
     """
 
     markdown: Path
     plot: Path
     exercises: list[ExerciseSummary]
     statuses: Counter[str]
+    page: Path | None = None
 
 
 def _shape(source: str) -> str | None:
@@ -258,5 +264,53 @@ def write_report(course: Course, assignment: str, fixtures: Path = FIXTURES) -> 
     ]
     flags = submission_flags(course, assignment, [student.student_id for student in students])
     markdown = course.exports / f"{assignment}_report.md"
-    markdown.write_text(_markdown(assignment, exercises, statuses, grading, attention, plot, flags))
-    return Report(markdown, plot, exercises, statuses)
+    text = _markdown(assignment, exercises, statuses, grading, attention, plot, flags)
+    markdown.write_text(text)
+    page = course.exports / f"{assignment}_report.html"
+    page.write_text(report_page(f"{assignment}: class report", text, plot))
+    return Report(markdown, plot, exercises, statuses, page)
+
+
+# The page's look: readable widths, tables with lines, light or dark as the reader's system.
+PAGE_STYLE = """
+body { font-family: system-ui, sans-serif; line-height: 1.5; max-width: 56rem;
+  margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; background: #ffffff; }
+table { border-collapse: collapse; margin: 1rem 0; }
+th, td { border: 1px solid #c8c8c8; padding: 0.3rem 0.7rem; text-align: left; }
+th { background: #f0f0f0; }
+code { font-size: 0.95em; }
+li { overflow-wrap: break-word; }
+img { max-width: 100%; height: auto; background: #ffffff; }
+@media (prefers-color-scheme: dark) {
+  body { color: #e6e6e6; background: #161616; }
+  th { background: #2a2a2a; }
+  th, td { border-color: #555555; }
+  a { color: #8ab4f8; }
+}
+"""
+
+
+def report_page(title: str, markdown: str, plot: Path) -> str:
+    """The report as one self-contained HTML page: its Markdown rendered, the plot inline.
+
+    Raw HTML in the Markdown is not passed through: student ids and messages end up in
+    the report, and a page an instructor opens must not run what a student wrote.
+
+    Args:
+        title: The page's title.
+        markdown: The report's Markdown (:func:`_markdown`).
+        plot: The pass-rate plot (PNG), which the Markdown shows by its file name.
+    """
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    body = renderer.render(markdown)
+    inline = "data:image/png;base64," + base64.b64encode(plot.read_bytes()).decode()
+    body = body.replace(f'src="{plot.name}"', f'src="{inline}"')
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_STYLE}</style>\n</head>\n"
+        f"<body>\n{body}</body>\n</html>\n"
+    )
