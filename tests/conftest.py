@@ -136,6 +136,8 @@ def class_graded_in_the_background(
         "root": str(course.root),
         "release": str(course.release),
         "submissions": {assignment: str(folders[assignment]) for assignment in ASSIGNMENTS},
+        "checked_at_home": [str(path) for path in fixture_notebook_paths()],
+        "check_course": str(work / "check-course"),
     }
     (work / "spec.json").write_text(json.dumps(spec))
     with (work / "log.txt").open("wb") as log:
@@ -158,6 +160,28 @@ def class_graded_in_the_background(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def fixture_notebook_paths() -> list[Path]:
+    """Every fixture submission's notebook, assignment by assignment, student by student."""
+    return [
+        folder / f"{assignment}.ipynb"
+        for assignment in ASSIGNMENTS
+        for folder in sorted(submissions_folder(assignment).iterdir())
+        if (folder / f"{assignment}.ipynb").is_file()
+    ]
+
+
+@pytest.fixture(scope="session")
+def checked_at_home(graded, class_graded_in_the_background) -> dict[str, dict]:
+    """Every fixture notebook's verdict from the learner's check, by notebook path.
+
+    Made by the background run once the class is graded (``graded`` waits for it).
+    """
+    from tests.support.background_grading import CHECKS
+
+    _, work = class_graded_in_the_background
+    return pickle.loads((work / CHECKS).read_bytes())
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,14 @@ grading left behind (``tests/test_adversarial.py``) does not see this run's live
 
     python -m tests.support.background_grading SPEC OUTPUT
 
+Then it checks every fixture notebook as a learner's ``make check`` does, in a learner
+course of its own (about five core-minutes more): ``tests/test_check_verdict.py``
+compares those points with the grader's.
+
 ``SPEC`` is a JSON file: ``{"root": ..., "release": ..., "submissions": {assignment:
-folder}}``; ``OUTPUT`` receives the pickled ``{assignment: GradingResult}``.
+folder}, "checked_at_home": [notebook, ...], "check_course": folder}``; ``OUTPUT``
+receives the pickled ``{assignment: GradingResult}``, and :data:`CHECKS` beside it the
+pickled ``{notebook: verdict}``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import warnings
 from pathlib import Path
 
 NICENESS = 10
+# Written beside OUTPUT: every fixture's verdict from the learner's check, by notebook path.
+CHECKS = "checks.pickle"
 
 
 def main(argv: list[str]) -> int:
@@ -57,10 +65,25 @@ def main(argv: list[str]) -> int:
         }
     finally:
         executor.close()
-    partial = output.with_suffix(".partial")
-    partial.write_bytes(pickle.dumps(results))
-    partial.replace(output)  # whole or absent: the waiting fixture never reads half
+    # Then every fixture as a learner checks it (make check), in a learner course of its
+    # own: tests/test_check_verdict.py compares its points with the grader's above.
+    from autograder.learner.verdict import grade_at_home, learner_course
+
+    notebooks = [Path(path) for path in spec["checked_at_home"]]
+    verdicts = grade_at_home(notebooks, course=learner_course(Path(spec["check_course"])), jobs=2)
+    checks = {
+        str(notebook): verdict.as_dict()
+        for notebook, verdict in zip(notebooks, verdicts, strict=True)
+    }
+    _write_whole(output.with_name(CHECKS), checks)
+    _write_whole(output, results)  # last: the waiting fixture reads both once this exists
     return 0
+
+
+def _write_whole(path: Path, data: object) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(pickle.dumps(data))
+    partial.replace(path)  # whole or absent: the waiting fixture never reads half
 
 
 if __name__ == "__main__":
