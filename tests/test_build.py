@@ -47,6 +47,7 @@ def test_normalize_fills_nbgrader_defaults_and_tags_graded_cells():
         "task": False,
     }
     assert cell.metadata.tags == ["raises-exception"]
+    assert cell.metadata.jupyter == {"source_hidden": True}  # opens folded in JupyterLab
 
 
 def test_normalize_rejects_duplicate_grade_ids_and_missing_points():
@@ -68,7 +69,10 @@ def test_student_notebook_is_up_to_date(built_course: Course, repo_course: Cours
     fresh = built_course.student_notebook(assignment).read_bytes()
     committed = repo_course.student_notebook(assignment)
     assert committed.is_file(), f"{committed} is missing: run `make notebooks`"
-    assert committed.read_bytes() == fresh, f"{committed} is stale: run `make notebooks` and commit"
+    assert committed.read_bytes() == fresh, (
+        f"{committed} is stale: run `make notebooks` and commit (it rewrites notebooks/ "
+        "only: a learner's own work is in workspace/)"
+    )
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -38,8 +38,8 @@ def normalize(notebook: NotebookNode) -> NotebookNode:
     Returns:
         The normalised notebook: each cell's id is its nbgrader ``grade_id`` or
         ``cell-NNN`` (its position), cell metadata keeps only ``nbgrader`` and ``tags``,
-        nbgrader metadata has every field, graded code cells carry ``raises-exception``,
-        and the notebook metadata is fixed.
+        nbgrader metadata has every field, graded code cells carry ``raises-exception``
+        and open folded (``jupyter.source_hidden``), and the notebook metadata is fixed.
 
     Raises:
         ValueError: If two cells share a grade_id, or a graded cell has no points.
@@ -60,6 +60,9 @@ def normalize(notebook: NotebookNode) -> NotebookNode:
                 tags = metadata.setdefault("tags", [])
                 if RAISES_TAG not in tags:
                     tags.append(RAISES_TAG)
+                # A test cell opens folded in JupyterLab: its result shows, not the ~60
+                # lines of test code above it (a click on the fold shows them).
+                metadata["jupyter"] = {"source_hidden": True}
         else:
             cell.id = f"cell-{index:03d}"
         cell.metadata = NotebookNode(metadata)
