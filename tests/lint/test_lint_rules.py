@@ -185,8 +185,14 @@ def test_cli_fix_rewrites_files_and_notebooks_and_reports_what_is_left(tmp_path,
     nbformat.write(notebook, tmp_path / "fixme.ipynb")
     # loss[0] (AGP104, off by default, selected here) has no fix: it is still reported.
     assert main([str(tmp_path), "--fix", "--select", "ALL"]) == 1
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "AGP104" in out and "AGP103" not in out
+    # What was fixed is said on stderr (stdout keeps the findings only), per file and in all.
+    said = captured.err.splitlines()
+    assert f"{tmp_path / 'fixme.ipynb'}: fixed 1 finding (AGP103)" in said
+    assert f"{tmp_path / 'fixme.py'}: fixed 1 finding (AGP103)" in said
+    assert said[-1].startswith("fixed 2 findings (AGP103 x2); 2 findings left")
     assert path.read_text() == source.replace("loss.data[0]", "loss.item()")
     cells = nbformat.read(tmp_path / "fixme.ipynb", as_version=4).cells
     assert cells[0].source == path.read_text().rstrip("\n") or cells[0].source == path.read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from autograd_pitfalls.lint.base import Finding
@@ -48,19 +49,7 @@ def _list_rules() -> str:
     return "\n".join(lines)
 
 
-def _check_file(path: Path, args, errors: list[str]) -> list[Finding]:
-    try:
-        units = list(units_in(path))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        errors.append(f"{path}: {error}")
-        return []
-    if args.fix:
-        _fix_file(path, units, args, errors)
-        try:
-            units = list(units_in(path))
-        except (OSError, ValueError) as error:
-            errors.append(f"{path}: {error}")
-            return []
+def _lint_units(units, args, errors: list[str]) -> list[Finding]:
     findings = []
     for unit in units:
         if "torch" not in unit.code:  # as TorchFix: code that never names torch is skipped
@@ -69,6 +58,37 @@ def _check_file(path: Path, args, errors: list[str]) -> list[Finding]:
         findings += found
         errors += unit_errors
     return findings
+
+
+def _check_file(path: Path, args, errors: list[str], fixed: Counter[str]) -> list[Finding]:
+    """Lints one file (fixing it first with ``--fix``); counts what the fix removed."""
+    try:
+        units = list(units_in(path))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        errors.append(f"{path}: {error}")
+        return []
+    if not args.fix:
+        return _lint_units(units, args, errors)
+    before = Counter(finding.code for finding in _lint_units(units, args, []))
+    _fix_file(path, units, args, errors)
+    try:
+        units = list(units_in(path))
+    except (OSError, ValueError) as error:
+        errors.append(f"{path}: {error}")
+        return []
+    findings = _lint_units(units, args, errors)
+    removed = before - Counter(finding.code for finding in findings)
+    if removed:
+        print(f"{path}: fixed {_counted(removed)}", file=sys.stderr)
+        fixed.update(removed)
+    return findings
+
+
+def _counted(codes: Counter[str]) -> str:
+    """``3 findings (AGP103 x2, AGP110)``."""
+    total = sum(codes.values())
+    parts = [f"{code} x{count}" if count > 1 else code for code, count in sorted(codes.items())]
+    return f"{total} finding{'' if total == 1 else 's'} ({', '.join(parts)})"
 
 
 def _fix_file(path: Path, units, args, errors: list[str]) -> None:
@@ -115,17 +135,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     findings: list[Finding] = []
     errors: list[str] = []
+    fixed: Counter[str] = Counter()
     try:
         files = list(find_files(args.paths))
     except FileNotFoundError as error:
         parser.error(str(error))
     for path in files:
-        findings += _check_file(path, args, errors)
+        findings += _check_file(path, args, errors, fixed)
     if args.format == "json":
         print(json.dumps([finding.as_dict() for finding in findings], indent=2))
     else:
         for finding in findings:
             print(finding.flake8_line())
+    if args.fix:
+        # On stderr, as each file's line: stdout stays findings only (flake8 lines, JSON).
+        done = _counted(fixed) if fixed else "nothing"
+        left = len(findings)
+        print(
+            f"fixed {done}; {left} finding{'' if left == 1 else 's'} left "
+            "(no fix is exact for them: read each one)"
+            if left
+            else f"fixed {done}; nothing left",
+            file=sys.stderr,
+        )
     for error in errors:
         print(error, file=sys.stderr)
     if errors:
