@@ -37,6 +37,12 @@ CODE_STUB = (
 )
 
 
+# Seconds a new kernel may take to answer (nbclient's startup_timeout, 60 by default). A
+# kernel that imports torch on a machine busy with other grading runs (two other classes,
+# a test suite) took more than a minute: a kernel that never starts is still caught, later.
+KERNEL_START_TIMEOUT = 300
+
+
 def nbgrader_config(cell_timeout: int = 120) -> Config:
     """Returns the nbgrader settings shared by validate, generate and autograde.
 
@@ -51,6 +57,7 @@ def nbgrader_config(cell_timeout: int = 120) -> Config:
     config = Config()
     config.CourseDirectory.course_id = "autograd-pitfalls"
     config.Execute.timeout = cell_timeout
+    config.Execute.startup_timeout = KERNEL_START_TIMEOUT
     # Encrypt kernel traffic (the kernel warns on stderr about plain TCP otherwise).
     config.KernelManager.transport_encryption = "auto"
     config.Execute.extra_arguments = [f"--IPKernelApp.exec_lines={[KERNEL_STARTUP]!r}"]

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from nbformat import v4
 
+from autograder.course import KERNEL_START_TIMEOUT
 from autograder.kernel import server
 from autograder.pipeline.preload import cell_imports, notebook_imports
 from autograder.pipeline.reference import read_reference
@@ -138,7 +139,9 @@ def test_figures_still_show_in_a_kernel_forked_after_pyplot_was_preloaded(tmp_pa
             ]
         )
         notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
-        NotebookClient(notebook, timeout=30, kernel_name="python3").execute()
+        NotebookClient(
+            notebook, timeout=120, startup_timeout=KERNEL_START_TIMEOUT, kernel_name="python3"
+        ).execute()
     assert notebook.cells[0].outputs[0].text.strip() == "True"
     shown = [output.get("data", {}) for output in notebook.cells[1].outputs]
     assert any("image/png" in data for data in shown), nbformat.writes(notebook)[-1500:]
