@@ -55,6 +55,7 @@ CELLS_JS = """() => [...document.querySelectorAll(
     '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')].map(cell => ({
   code: cell.classList.contains('jp-CodeCell'),
   prompt: cell.querySelector('.jp-InputPrompt')?.textContent ?? '',
+  folded: cell.querySelector('.jp-InputPlaceholder')?.textContent ?? null,
   outputs: [...cell.querySelectorAll('.jp-OutputArea-output')].map(out => {
     const img = out.querySelector('img');
     return {
@@ -185,13 +186,20 @@ def _open(page: Page, base: str, notebook: str) -> float:
 
 
 def _wait_until_idle(page: Page, started: int) -> None:
-    """Waits until the kernel ran ``started`` more cells than before and is idle."""
+    """Waits until the kernel ran ``started`` cells and is idle.
+
+    A cell shows that it ran by its prompt's number; a test cell opens folded, and its
+    fold has no number: it shows that it ran by its output (every test cell prints one).
+    """
     page.wait_for_function(
-        f"""() => {{
-          const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-            .map(p => p.textContent);
-          return {IDLE} === 'idle' && !prompts.some(p => p.includes('*'))
-            && prompts.filter(p => /\\[\\d+\\]/.test(p)).length >= {started};
+        rf"""() => {{
+          const cells = [...document.querySelectorAll('.jp-CodeCell')];
+          const ran = cells.filter(cell => cell.querySelector('.jp-InputPlaceholder')
+            ? cell.querySelector('.jp-OutputArea-output') !== null
+            : /\[\d+\]/.test(cell.querySelector('.jp-InputPrompt')?.textContent ?? ''));
+          const running = cells.some(
+            cell => (cell.querySelector('.jp-InputPrompt')?.textContent ?? '').includes('*'));
+          return {IDLE} === 'idle' && !running && ran.length >= {started};
         }}""",
         timeout=RUN_TIMEOUT_S * 1000,
     )
@@ -293,6 +301,8 @@ def test_notebook_runs_in_the_browser_as_a_learner_sees_it(lab, page, assignment
     tests = [i for i, grade_id in enumerate(grade_ids) if grade_id.endswith("-tests")]
     assert tests, "the notebook has graded test cells"
     for index in tests:
+        # Folded: the learner sees the first line of what it checks, and its result.
+        assert (cells[index]["folded"] or "").startswith('"""Checks'), cells[index]["folded"]
         text = " ".join(out["text"] for out in cells[index]["outputs"])
         assert _failed(cells[index]) and STUB_MESSAGE in text, (
             f"{grade_ids[index]} should fail with '{STUB_MESSAGE}' before it is answered"
@@ -335,16 +345,16 @@ def _solve_first_exercise_and_validate(page: Page, assignment, grade_ids, tests)
     editor.click()
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(_reference_answer(assignment, f"{exercise}-answer"))
-    before = _cells(page)[test_index]["prompt"]
     page.keyboard.press("Shift+Enter")  # runs the answer, selects its test cell
-    page.keyboard.press("Shift+Enter")  # runs the test cell
+    page.keyboard.press("Shift+Enter")  # runs the test cell (folded: its result shows)
+    # The test cell's output changes from the stub's error to the pass line.
     page.wait_for_function(
-        """([index, before]) => {
+        """([index, passed]) => {
           const cell = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index];
-          const prompt = cell.querySelector('.jp-InputPrompt').textContent;
-          return prompt !== before && /\\[\\d+\\]/.test(prompt) && IDLE === 'idle';
+          return cell.querySelector('.jp-OutputArea').textContent.includes(passed)
+            && IDLE === 'idle';
         }""".replace("IDLE", IDLE),
-        arg=[test_index, before],
+        arg=[test_index, PASS_LINE],
         timeout=RUN_TIMEOUT_S * 1000,
     )
     cells = _cells(page)
