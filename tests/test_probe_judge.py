@@ -10,7 +10,7 @@ import pytest
 import torch
 from nbgrader import utils
 
-from autograd_pitfalls import observations, probe
+from autograd_pitfalls import observations, probe, torch_state
 from autograder.course import Course, assignment_ids
 from autograder.pipeline import judge as judging
 
@@ -174,6 +174,56 @@ def test_an_answer_that_raises_is_reported_per_case():
     assert "the answer raised UnprintableError" in verdict.failures[0]
 
 
+@pytest.mark.parametrize(
+    ("leaves", "said"),
+    [
+        (lambda: torch.set_grad_enabled(False), "grad mode: on -> off"),
+        (lambda: torch.set_default_dtype(torch.float64), "the default dtype"),
+        (lambda: torch.autograd.set_detect_anomaly(True), "anomaly mode: off -> on"),
+        (lambda: torch.use_deterministic_algorithms(True), "deterministic algorithms"),
+    ],
+)
+def test_an_answer_that_changes_torchs_settings_fails_its_check_and_they_are_put_back(
+    leaves, said
+):
+    def answer(x):
+        leaves()
+        return x.detach() * 2
+
+    sent = _run_kernel_side(CELL, answer, seed=7)
+    assert torch_state.read() == torch_state.DEFAULTS
+    verdict = judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent}, seed=7)
+    assert said in verdict.failures[0] and "[global-state-changed]" in verdict.failures[0]
+
+
+def test_a_check_starts_from_torchs_defaults_whatever_the_visible_tests_left():
+    def answer(x):
+        torch.set_grad_enabled(False)
+        return x * 2
+
+    torch.set_grad_enabled(False)  # left by the visible tests' call of the same answer
+    try:
+        sent = _run_kernel_side(CELL, answer, seed=7)
+    finally:
+        torch.set_grad_enabled(True)
+    verdict = judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent}, seed=7)
+    assert "grad mode: on -> off" in verdict.failures[0]
+
+
+def test_a_seed_set_by_an_answer_is_put_back_and_not_judged():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+
+    def answer(x):
+        torch.manual_seed(0)
+        return x * 2
+
+    sent = _run_kernel_side(CELL, answer, seed=7)
+    assert torch.equal(torch.rand(3), expected)
+    assert judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent}, seed=7).passed
+
+
 def test_plain_mode_runs_probe_and_judge_in_one_process():
     namespace = {"double": lambda x: x * 2}
     exec(SETUP, namespace)
@@ -216,6 +266,27 @@ def test_tensor_observations_round_trip():
     assert data["meta"].values is None and data["meta"].device == "meta"
     assert data["t"][:4] == [1, "a", None, 2.5] and data["t"][4] == float("-inf")
     assert data["obj"] == observations.ObjectSeen("object")
+
+
+def test_subclasses_of_str_int_and_float_are_observed_as_their_base_values():
+    import enum
+
+    import numpy as np
+
+    class Outcome(str, enum.Enum):  # noqa: UP042 (as learners write it)
+        RAISES = "raises"
+
+    class Version(enum.IntEnum):
+        TWO = 2
+
+    class Loud(str):
+        def __str__(self) -> str:
+            raise AssertionError("a subclass's __str__ is not called")
+
+    sent = {Outcome.RAISES: [Outcome.RAISES, Version.TWO, np.float64(0.5), True, Loud("x")]}
+    data = observations.decode(observations.loads(observations.dumps(sent)))
+    assert data == {"raises": ["raises", 2, 0.5, True, "x"]}
+    assert [type(value) for value in data["raises"]] == [str, int, float, bool, str]
 
 
 def test_a_dict_cannot_pose_as_a_tensor():

@@ -34,6 +34,7 @@ __all__ = [
     "disable_torch_function_subclass",
     "gpu_standin_device",
     "in_backward",
+    "leave_inference_mode",
     "op_arguments",
     "op_name",
     "pop_torch_modes",
@@ -209,6 +210,22 @@ def allow_foreach_optimizers(cls: type) -> None:
 
     if cls not in optimizer._foreach_supported_types:
         optimizer._foreach_supported_types.append(cls)
+
+
+# Guards that turn inference mode off, kept alive (see leave_inference_mode).
+_inference_off: list[Any] = []
+
+
+def leave_inference_mode() -> None:
+    """Turns inference mode off in this thread, however it was turned on.
+
+    A ``torch.inference_mode()`` entered and never exited cannot be exited from outside:
+    a guard that turns it off (``torch._C._InferenceMode(False)``, what
+    ``torch.inference_mode(False)`` enters) is entered on top and kept.
+    """
+    guard = torch._C._InferenceMode(False)
+    guard.__enter__()
+    _inference_off.append(guard)
 
 
 def disable_torch_function() -> Any:
