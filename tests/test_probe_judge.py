@@ -183,9 +183,7 @@ def test_an_answer_that_raises_is_reported_per_case():
         (lambda: torch.use_deterministic_algorithms(True), "deterministic algorithms"),
     ],
 )
-def test_an_answer_that_changes_torchs_settings_fails_its_check_and_they_are_put_back(
-    leaves, said
-):
+def test_an_answer_that_changes_torchs_settings_fails_its_check_and_they_are_put_back(leaves, said):
     def answer(x):
         leaves()
         return x.detach() * 2
