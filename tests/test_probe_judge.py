@@ -78,6 +78,49 @@ def test_no_hidden_test_defines_expected_values_in_the_kernel(assignment: str):
             )
 
 
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_starts_from_torchs_defaults(assignment: str):
+    """What an earlier cell left (autograd off, a default dtype) must not reach a test."""
+    for grade_id, source in _test_cells(assignment):
+        body = ast.parse(source).body
+        first = body[1] if isinstance(body[0], ast.Expr) else body[0]  # after the docstring
+        assert ast.unparse(first) == "reset_torch_settings()", (
+            f"{grade_id} should call reset_torch_settings() right after its docstring"
+        )
+
+
+# Answers handed tensors that their exercise asks them to write into, and nothing else.
+WRITES_ITS_INPUTS = {("02_version_counter", "q3")}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_exercise_handed_tensors_checks_them_after_the_call(assignment: str):
+    notebook = jupytext.read(Course.repository().solution_file(assignment), fmt="py:percent")
+    tests = dict(_test_cells(assignment))
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if not grade_id.endswith("-answer"):
+            continue
+        exercise = grade_id.removesuffix("-answer")
+        handed = [
+            argument.annotation
+            for node in ast.walk(ast.parse(cell.source))
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+            for argument in node.args.args
+            if argument.annotation is not None
+            and re.search(
+                r"Tensor|Module|Parameter|CharRNN|TiedRNNLM|list", ast.unparse(argument.annotation)
+            )
+        ]
+        if not handed or (assignment, exercise) in WRITES_ITS_INPUTS:
+            continue
+        test = tests[f"{exercise}-tests"]
+        assert "KeptInputs(" in test and "assert_inputs_left_alone(" in test, (
+            f"{assignment} {exercise}: the answer is handed tensors; its probe should record "
+            "them with KeptInputs and its judge call assert_inputs_left_alone"
+        )
+
+
 CELL = '''"""Checks double."""
 def helper(x):
     return 2 * x
