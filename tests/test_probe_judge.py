@@ -217,6 +217,9 @@ def test_an_answer_that_raises_is_reported_per_case():
     assert "the answer raised UnprintableError" in verdict.failures[0]
 
 
+_LEFT_ON: list = []  # keeps an inference_mode() entered by an answer alive, as its frame would
+
+
 @pytest.mark.parametrize(
     ("leaves", "said"),
     [
@@ -224,6 +227,11 @@ def test_an_answer_that_raises_is_reported_per_case():
         (lambda: torch.set_default_dtype(torch.float64), "the default dtype"),
         (lambda: torch.autograd.set_detect_anomaly(True), "anomaly mode: off -> on"),
         (lambda: torch.use_deterministic_algorithms(True), "deterministic algorithms"),
+        (lambda: torch.set_default_device("meta"), "the default device: cpu -> meta"),
+        (
+            lambda: (_LEFT_ON.append(torch.inference_mode()), _LEFT_ON[-1].__enter__()),
+            "inference mode: off -> on",
+        ),
     ],
 )
 def test_an_answer_that_changes_torchs_settings_fails_its_check_and_they_are_put_back(leaves, said):
