@@ -11,7 +11,9 @@ from torch import nn
 from autograd_pitfalls import (
     GPU,
     PITFALLS,
+    KeptInputs,
     assert_grad_close,
+    assert_inputs_left_alone,
     assert_is_leaf,
     assert_version,
     compare,
@@ -310,3 +312,45 @@ def test_on_gpu_runs_an_answer_left_in_anomaly_mode():
         warnings.simplefilter("ignore")  # anomaly mode warns that it is on
         assert on_gpu(_debugged, torch.ones(2)).tolist() == [2.0, 2.0]
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == before
+
+
+def _centred_in_place(x: torch.Tensor) -> torch.Tensor:
+    x -= x.mean(0)  # writes into the caller's x
+    return x
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (_centred_in_place, "x: its values changed"),
+        (lambda x: x.add_(1).sub_(1), "x: it was written in place (version 0 -> 2)"),
+        (lambda x: x.resize_(1), "x: its values changed"),
+        (lambda x: x.requires_grad_(), "x: requires_grad became True"),
+    ],
+)
+def test_kept_inputs_name_each_tensor_an_answer_changed(answer, said):
+    x = torch.tensor([[1.0, 2.0], [3.0, float("nan")]])
+    kept = KeptInputs(x=x, other=[torch.ones(2)])
+    answer(x)
+    assert kept.changes() == [said]
+    with pytest.raises(
+        AssertionError, match=r"f\(x\) changed what it was handed.*\[changed-input\]"
+    ):
+        assert_inputs_left_alone(kept.changes(), "f(x)")
+
+
+def test_kept_inputs_see_a_modules_parameters_and_buffers_and_leave_grads_alone():
+    layer = nn.BatchNorm1d(2)
+    kept = KeptInputs(layer=layer, x=torch.tensor([float("nan"), 1.0]))
+    layer.weight.grad = torch.ones(2)  # a gradient is no change to the input
+    assert kept.changes() == []
+    layer(torch.randn(4, 2))  # training mode: the running statistics move
+    with torch.no_grad():
+        layer.bias = nn.Parameter(torch.zeros(2))
+    assert kept.changes() == [
+        "layer.running_mean: its values changed",
+        "layer.running_var: its values changed",
+        "layer.num_batches_tracked: its values changed",
+        "layer.bias: replaced by another tensor",
+    ]
+    assert_inputs_left_alone([], "f(layer)")  # nothing changed: no error

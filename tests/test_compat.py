@@ -113,6 +113,41 @@ def test_a_wrapper_tensor_has_the_values_metadata_and_no_torch_function_in_the_c
         assert torch._C._is_torch_function_enabled() is False
 
 
+def test_an_inplace_view_op_changes_a_wrapper_tensors_shape_and_strides():
+    class Wrapper(torch.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            raise AssertionError("not called: the op runs on the metadata only")
+
+    values = torch.ones(2, 3)
+    wrapper = torch_compat.wrapper_tensor(Wrapper, values, torch.device("meta"))
+    torch_compat.apply_inplace_view(torch.ops.aten.t_.default, (wrapper,), {})
+    assert (wrapper.shape, wrapper.stride()) == ((3, 2), (1, 3))
+    torch_compat.apply_inplace_view(torch.ops.aten.unsqueeze_.default, (wrapper, 0), {})
+    assert wrapper.shape == (1, 3, 2)
+
+
+def test_optimisers_take_the_foreach_path_for_a_class_that_is_allowed(monkeypatch):
+    from torch.optim import optimizer
+
+    class Marked(torch.Tensor):
+        pass
+
+    kept = list(optimizer._foreach_supported_types)
+    monkeypatch.setattr(optimizer, "_foreach_supported_types", kept)
+    # The stand-in's backend is among the devices with foreach kernels; its class is added.
+    devices = optimizer._get_foreach_kernels_supported_devices()
+    assert "cuda" in devices and torch._C._get_privateuse1_backend_name() in devices
+    assert Marked not in optimizer._foreach_supported_types
+    torch_compat.allow_foreach_optimizers(Marked)
+    torch_compat.allow_foreach_optimizers(Marked)
+    assert optimizer._foreach_supported_types.count(Marked) == 1
+    assert inspect.signature(optimizer._default_to_fused_or_foreach).parameters.keys() >= {
+        "params",
+        "differentiable",
+    }
+
+
 def test_in_backward_is_true_only_while_a_backward_pass_runs():
     seen = []
     weight = torch.ones(2, requires_grad=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from nbformat import v4
 
-from tests.support.cuda_agreement import autograded_cells
+from tests.support.cuda_agreement import _died_alike, autograded_cells
 
 
 def _cell(kind: str, source: str, **nbgrader) -> dict:
@@ -42,3 +42,10 @@ def test_the_students_answers_run_with_the_sources_tests_in_the_students_order()
         ("q1", "def f(): return 1", False),
         (None, "print(f())", False),
     ]
+
+
+def test_a_process_killed_alike_on_both_devices_is_agreement():
+    assert _died_alike("exit -6: aborted", "exit -6: ")
+    assert not _died_alike("exit -6: aborted", "exit -11: segfault")
+    assert not _died_alike("exit 1: an error in the child", "exit 1: the same")
+    assert not _died_alike("exit -6: aborted", {"q1-tests": "pass"})

@@ -15,12 +15,14 @@ where the function names ``"cuda"`` or builds a tensor from Python data, and che
 stand-in does what CUDA does: the same error, or a result on the same device whose values
 (and shape and dtype) are those of the same computation on the CPU.
 
-Two kinds of row are marked:
+Three kinds of row are marked:
 
 - ``known_difference``: the stand-in differs from CUDA on purpose or by nature (its device
   is called ``gpu``, not ``cuda``; there is no CUDA behind ``torch.cuda``). The row says
   what CUDA does and asserts what the stand-in does. Notebooks and hidden tests must not
   rely on such a row's behaviour: code that reads it behaves differently on a real GPU.
+- ``note``: the stand-in reaches CUDA's outcome another way (it raises later, or where the
+  engine would not let it); the note says how.
 - ``bug``: the stand-in disagrees with CUDA and should not. The row asserts what CUDA does
   and is expected to fail (``xfail(strict=True)``) until the stand-in is fixed; the fix
   makes it pass, strict xfail then fails the run, and the ``bug`` is deleted.
@@ -39,7 +41,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (torch's documentation spells it so)
 
-from autograd_pitfalls.compat import tree_leaves
+from autograd_pitfalls.compat import TorchDispatchMode, tree_leaves
 from autograd_pitfalls.standin import GPU, IS_STANDIN, on_gpu, to_gpu, to_host
 
 CPU = torch.device("cpu")
@@ -72,6 +74,22 @@ FACTORY_DOCS = (
 )
 LIKE_DOCS = "torch/_torch_docs.py factory_like_common_args: device defaults to input's device"
 NEW_DOCS = "torch/_tensor_docs.py Tensor.new_*: 'same torch.dtype and torch.device as this tensor'"
+ENGINE_VALIDATE = (
+    "torch/csrc/autograd/engine.cpp validate_outputs (for the root gradients too, in "
+    "Engine::execute): 'if (grad.dim() == 0) grad = grad.to(metadata.device())', else 'invalid "
+    "gradient at index i - expected device cuda:0 but got cpu' (skipped for tensor subclasses, "
+    "pytorch/pytorch#65016)"
+)
+MATMUL_1D = (
+    "aten/src/ATen/native/LinearAlgebra.cpp _matmul_impl: dim_tensor1 == 1 && dim_tensor2 == 2 "
+    "-> tensor1.unsqueeze(0).mm(tensor2).squeeze_(0)"
+)
+TENSOR_FROM_A_LIST = (
+    "torch/csrc/utils/tensor_new.cpp internal_new_from_data: a sequence is built with "
+    "at::empty on the CPU, each element stored by recursive_store/store_scalar (a 0-dim tensor "
+    "read as a number), under ExcludeDispatchKeyGuard(Python); then .to(device), the CPU "
+    "without device="
+)
 VERSION_DOCS = (
     "docs notes/autograd.html 'In-place correctness checks' (a version counter per tensor, "
     "bumped by each in-place op); torch/csrc/autograd/VariableTypeUtils.h increment_version, "
@@ -103,6 +121,7 @@ class Raises:
 
 
 SAME_DEVICE = Raises(RuntimeError, "same device")
+TOO_MANY_CPU_SCALARS = Raises(RuntimeError, "Trying to pass too many CPU scalars")
 
 
 @dataclass(frozen=True)
@@ -115,6 +134,8 @@ class Case:
     a tensor from Python data with ``device=``). ``reference``: the same computation for
     the CPU, where ``function`` names ``"cuda"``. ``known_difference`` with ``standin``:
     what the stand-in does instead, asserted. ``bug``: the stand-in disagrees; xfail.
+    ``note``: how the stand-in gets there, where it takes another way than CUDA to the same
+    outcome.
     """
 
     id: str
@@ -127,6 +148,7 @@ class Case:
     known_difference: str = ""
     standin: Works | Raises | None = None
     bug: str = ""
+    note: str = ""
 
 
 # --- inputs -----------------------------------------------------------------------------
@@ -324,6 +346,108 @@ def adam_step_counter(p: nn.Parameter) -> torch.Tensor:
     return opt.state[p]["step"]
 
 
+def adam_takes_the_foreach_path(p: nn.Parameter) -> bool:
+    """Whether Adam's default (no foreach=) steps with torch._foreach_* kernels."""
+    seen: list[str] = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    opt = torch.optim.Adam([p], lr=0.1)
+    (p * p).sum().backward()
+    with Ops():
+        opt.step()
+    return any(name.startswith("_foreach_") for name in seen)
+
+
+def vector_times_matrix_gradient(m: torch.Tensor) -> tuple:
+    v = m[0].detach().clone().requires_grad_()
+    w = m.detach().clone().requires_grad_()
+    (v @ w.T).sum().backward()
+    return v.grad, w.grad
+
+
+def tensor_of_a_tensor(x: torch.Tensor) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "To copy construct from a tensor, ..."
+        return torch.tensor(x)
+
+
+def backward_with_gradient(
+    make_gradient: Callable, through: Callable = lambda x: x * 2
+) -> Callable:
+    """``through(x).backward(gradient=make_gradient())``; returns ``x.grad``."""
+
+    def function(x: torch.Tensor) -> torch.Tensor:
+        through(x).backward(gradient=make_gradient())
+        return x.grad
+
+    return function
+
+
+def grad_with_outputs(make_gradient: Callable) -> Callable:
+    def function(x: torch.Tensor) -> tuple:
+        return torch.autograd.grad(x * 2, x, grad_outputs=make_gradient())
+
+    return function
+
+
+def autograd_backward_with_cpu_gradients(x: torch.Tensor) -> torch.Tensor:
+    torch.autograd.backward([x.exp()], [torch.ones(3)])
+    return x.grad
+
+
+def backward_twice_with_cpu_gradient(x: torch.Tensor) -> list[str]:
+    """The same wrong backward twice: each call raises (on the stand-in it once aborted)."""
+    said = []
+    for _ in range(2):
+        try:
+            x.exp().backward(gradient=torch.ones(3))
+        except RuntimeError as error:
+            said.append(str(error).split(" - ")[0])
+    return said
+
+
+def hook_that_raises(x: torch.Tensor) -> torch.Tensor:
+    y = x.exp()
+    y.register_hook(lambda grad: 1 / 0)  # a hook with a bug
+    y.sum().backward()
+    return x.grad
+
+
+class _ReturnsACpuGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return torch.full((3,), 2.0)  # on the CPU, whatever the input's device
+
+
+def custom_function_returning_a_cpu_gradient(x: torch.Tensor) -> torch.Tensor:
+    _ReturnsACpuGradient.apply(x).sum().backward()
+    return x.grad
+
+
+def loss_summed_into_a_cpu_scalar(x: torch.Tensor) -> torch.Tensor:
+    total = torch.tensor(0.0)
+    total += x.sum()
+    return total
+
+
+def cpu_scalar_out(x: torch.Tensor) -> torch.Tensor:
+    return torch.add(x.sum(), 1.0, out=torch.tensor(0.0))
+
+
+def concatenated_into_an_empty_out(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(0, device=x.device)
+    torch.cat([x, x], out=out)
+    return out
+
+
 def renormalised_embedding(e: nn.Embedding) -> tuple:
     out = e(torch.tensor([0, 2], device=e.weight.device))
     return out, e.weight.detach()
@@ -438,6 +562,32 @@ CASES = [
         Works(),
         "docs torch.as_tensor: a NumPy array is copied to device",
         via="on_gpu",
+    ),
+    Case(
+        "tensor-of-0dim-gpu-tensors",
+        lambda x: torch.tensor([x.sum(), x.max(), x.min()]),
+        Works("cpu"),
+        TENSOR_FROM_A_LIST,
+    ),
+    Case(
+        "tensor-of-0dim-gpu-integers",
+        lambda x: torch.tensor([x.long().sum(), x.long().argmax()]),
+        Works("cpu"),
+        TENSOR_FROM_A_LIST,
+    ),
+    Case(
+        "tensor-of-0dim-gpu-tensors-on-the-device",
+        lambda x: torch.tensor([x.sum(), x.max()], device=x.device),
+        Works(),
+        TENSOR_FROM_A_LIST + " (then .to(device))",
+        via="on_gpu",
+    ),
+    Case(
+        "tensor-of-a-gpu-tensor",
+        tensor_of_a_tensor,
+        Works(),
+        "torch/csrc/utils/tensor_new.cpp internal_new_from_data: a tensor as data is "
+        "var.to(device_opt or var.device()) (a copy, with a warning)",
     ),
     Case(
         "as_tensor-of-a-tensor-is-it",
@@ -597,6 +747,20 @@ CASES = [
         INDEX_PUT + " (moved before the accumulate branch's device check)",
     ),
     Case(
+        "index_put-accumulate-1dim-cpu-values",
+        index_put(lambda x: (torch.tensor([0, 2]),), lambda x: torch.tensor([1.0, 2.0]), True),
+        Raises(RuntimeError, "but got device cpu for value tensor"),
+        INDEX_PUT + "; with accumulate (or deterministic algorithms) a CUDA self goes to "
+        "index_put_with_sort_stub, which checks first: 'expected device cuda:0 but got device "
+        "cpu for value tensor'",
+    ),
+    Case(
+        "index_put-accumulate-1dim-cpu-values-into-cpu",
+        lambda x: torch.zeros(4).index_put_((torch.tensor([0, 2]),), x[:2], accumulate=True),
+        SAME_DEVICE,
+        INDEX_PUT + " (a CPU self: the TensorIterator's check)",
+    ),
+    Case(
         "index_put-gpu-mask-one-element-value",
         index_put(lambda x: (x > 1,), lambda x: torch.tensor([7.0])),
         Works(),
@@ -615,7 +779,7 @@ CASES = [
     Case(
         "masked_fill-cpu-mask",
         lambda x: x.masked_fill(cpu_mask(x), 0.0),
-        SAME_DEVICE,
+        Raises(RuntimeError, "expected self and mask to be on the same device"),
         "aten/src/ATen/native/cuda/Indexing.cu masked_fill__cuda: 'expected self and mask to "
         "be on the same device'",
     ),
@@ -727,9 +891,32 @@ CASES = [
     Case(
         "addcmul-two-0dim-cpu",
         lambda x: torch.addcmul(x, torch.tensor(2.0), torch.tensor(3.0)),
-        Raises(RuntimeError, "too many CPU scalars|same device"),
-        TENSOR_ITERATOR + ": max_cpu_scalars_on_non_cpu is 1 ('Trying to pass too many CPU "
-        "scalars to non-CPU kernel!')",
+        TOO_MANY_CPU_SCALARS,
+        "aten/src/ATen/native/PointwiseOps.cpp TORCH_META_FUNC(addcmul): TensorIteratorConfig()"
+        ".allow_cpu_scalars(true); " + TENSOR_ITERATOR + ": max_cpu_scalars_on_non_cpu is 1",
+    ),
+    Case(
+        "mul-two-0dim-cpu-into-gpu-out",
+        lambda x: torch.mul(torch.tensor(2.0), torch.tensor(3.0), out=x.new_zeros(())),
+        TOO_MANY_CPU_SCALARS,
+        TENSOR_ITERATOR + " (the out= tensor gives the common device; a binary op allows one "
+        "CPU scalar input)",
+    ),
+    # The result of an in-place or out= op is an output: a CPU one never joins a GPU kernel.
+    Case(
+        "loss-summed-into-a-cpu-0dim-tensor",
+        loss_summed_into_a_cpu_scalar,
+        SAME_DEVICE,
+        "aten/src/ATen/TensorIterator.cpp TensorIteratorBase::compute_types: the CPU-scalar "
+        "exception needs '!op.is_output'; total += loss writes total (add_: self is the "
+        "output), so 'Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:0 and cpu!'",
+    ),
+    Case(
+        "out-is-a-cpu-0dim-tensor",
+        cpu_scalar_out,
+        SAME_DEVICE,
+        "aten/src/ATen/TensorIterator.cpp compute_types ('!op.is_output')",
     ),
     # Python numbers, and reading values back on the host.
     Case("python-numbers", lambda x: x * 2 + 1, Works(), "docs Tensor ops with Python scalars"),
@@ -804,9 +991,8 @@ CASES = [
         "into a Parameter",
         known_difference="a stand-in tensor is a Tensor subclass, so nn.Parameter keeps its "
         "class and marks it (_is_param): isinstance(p, nn.Parameter) is True, type(p) is not "
-        "Parameter. So torch.optim's default picks the single-tensor loop, not CUDA's "
-        "foreach kernels (torch/optim/optimizer.py _default_to_fused_or_foreach: type(p) in "
-        "_foreach_supported_types).",
+        "Parameter. (torch.optim's default path does not depend on it: see "
+        "adam-default-takes-foreach.)",
         standin=Works(None, False),
     ),
     Case(
@@ -914,6 +1100,45 @@ CASES = [
         matrix,
     ),
     Case(
+        "vector-times-matrix",
+        lambda m: m[0] @ m.T,
+        Works(),
+        MATMUL_1D,
+        matrix,
+    ),
+    Case(
+        "torch.matmul-vector-matrix",
+        lambda m: torch.matmul(m[0], m.T),
+        Works(),
+        MATMUL_1D,
+        matrix,
+    ),
+    Case(
+        "linear-vector-without-bias",
+        lambda m: F.linear(m[0], m),
+        Works(),
+        "torch/nn/functional.py linear -> aten linear: without bias, input.matmul(weight.t()); "
+        + MATMUL_1D,
+        matrix,
+    ),
+    Case(
+        "vector-times-matrix-backward",
+        vector_times_matrix_gradient,
+        Works(),
+        MATMUL_1D + "; derivatives.yaml squeeze_ (a view changed in place keeps its graph)",
+        matrix,
+    ),
+    Case(
+        "unsqueeze_-in-place",
+        lambda x: x.clone().unsqueeze_(0),
+        Works(),
+        "docs Tensor.unsqueeze_ (in-place version of unsqueeze); native_functions.yaml "
+        "unsqueeze_: tags inplace_view",
+        note="the wrapper's shape follows its values' (compat.apply_inplace_view, as "
+        "torch/utils/_python_dispatch.py return_and_correct_aliasing does)",
+    ),
+    Case("t_-in-place", lambda m: m.clone().t_(), Works(), "docs Tensor.t_", matrix),
+    Case(
         "linear-cpu-weight",
         lambda x: F.linear(x, torch.ones(2, 3)),
         SAME_DEVICE,
@@ -1013,6 +1238,82 @@ CASES = [
         "\"Function 'SqrtBackward0' returned nan values in its 0th output.\")",
         leaf,
     ),
+    # Gradients handed to backward: a 0-dim one moves to its output's device, others raise.
+    Case(
+        "backward-cpu-gradient",
+        backward_with_gradient(lambda: torch.ones(3)),
+        Raises(RuntimeError, "invalid gradient at index 0 - expected device"),
+        ENGINE_VALIDATE,
+        leaf,
+    ),
+    Case(
+        "backward-cpu-gradient-through-exp",
+        backward_with_gradient(lambda: torch.ones(3), torch.exp),
+        Raises(RuntimeError, "invalid gradient at index 0 - expected device"),
+        ENGINE_VALIDATE,
+        leaf,
+        note="the engine skips this check for tensor subclasses: the stand-in makes it before "
+        "the engine starts (standin_autograd.checked_root_gradients); it used to abort the "
+        "process here",
+    ),
+    Case(
+        "backward-cpu-gradient-twice",
+        backward_twice_with_cpu_gradient,
+        Works(None, ["invalid gradient at index 0", "invalid gradient at index 0"]),
+        ENGINE_VALIDATE,
+        leaf,
+    ),
+    Case(
+        "grad-cpu-grad_outputs",
+        grad_with_outputs(lambda: torch.ones(3)),
+        Raises(RuntimeError, "invalid gradient at index 0 - expected device"),
+        ENGINE_VALIDATE + "; torch.autograd.grad runs the same engine",
+        leaf,
+    ),
+    Case(
+        "autograd.backward-cpu-grad_tensors",
+        autograd_backward_with_cpu_gradients,
+        Raises(RuntimeError, "invalid gradient at index 0 - expected device"),
+        ENGINE_VALIDATE,
+        leaf,
+    ),
+    Case(
+        "backward-0dim-cpu-gradient",
+        backward_with_gradient(lambda: torch.tensor(2.0), lambda x: (x * 2).sum()),
+        Works(),
+        ENGINE_VALIDATE + " ('if (grad.dim() == 0) grad = grad.to(metadata.device())')",
+        leaf,
+    ),
+    Case(
+        "grad-0dim-cpu-grad_outputs",
+        grad_with_outputs(lambda: torch.tensor(2.0)),
+        Raises(RuntimeError, "Mismatch in shape"),
+        "torch/autograd/__init__.py _make_grads: the shape is checked first ('Mismatch in "
+        "shape: grad_output[0] has a shape of torch.Size([]) and output[0] has a shape of "
+        "torch.Size([3])')",
+        leaf,
+    ),
+    Case(
+        "hook-raises-in-backward",
+        hook_that_raises,
+        Raises(ZeroDivisionError, "division by zero"),
+        "docs Tensor.register_hook; torch/csrc/autograd/python_hook.cpp: the hook's error "
+        "is raised by backward()",
+        leaf,
+        note="an error raised inside the engine on the stand-in's device would abort the "
+        "process (the device guard, written in Python, is called while the error is pending): "
+        "the stand-in keeps it and raises it when backward() returns",
+    ),
+    Case(
+        "custom-function-returns-a-cpu-gradient",
+        custom_function_returning_a_cpu_gradient,
+        Raises(RuntimeError, "invalid gradient at index 0 - expected device"),
+        ENGINE_VALIDATE + " ('Function _ReturnsACpuGradientBackward returned an invalid "
+        "gradient at index 0 - expected device cuda:0 but got cpu')",
+        leaf,
+        note="the engine skips the check for subclasses and puts the CPU gradient in x.grad; "
+        "the stand-in raises when x.grad is read (standin_autograd.check_accumulated)",
+    ),
     # Optimisers step stand-in parameters as CUDA ones.
     Case(
         "sgd-momentum",
@@ -1022,6 +1323,15 @@ CASES = [
         parameter,
     ),
     Case("adam", optimised(adam), Works(), "torch/optim/adam.py", parameter),
+    Case(
+        "adam-default-takes-foreach",
+        adam_takes_the_foreach_path,
+        Works(None, True),
+        "torch/optim/optimizer.py _default_to_fused_or_foreach: foreach when every param has "
+        "type(p) in _foreach_supported_types and its device type in "
+        "torch/utils/_foreach_utils.py _get_foreach_kernels_supported_devices ('cuda', ...)",
+        parameter,
+    ),
     Case(
         "adam-foreach",
         optimised(adam, foreach=True),
@@ -1103,14 +1413,16 @@ CASES = [
     ),
     # What the stand-in does not copy from CUDA.
     Case(
-        "unsqueeze_-in-place",
-        lambda x: x.clone().unsqueeze_(0),
+        "out-of-another-size",
+        concatenated_into_an_empty_out,
         Works(),
-        "docs Tensor.unsqueeze_ (in-place version of unsqueeze)",
-        known_difference="a stand-in tensor's shape is fixed when it is made: ops that change "
-        "a shape in place (unsqueeze_, t_, resize_, an out= of another size) raise, saying "
-        "so, instead of leaving a wrong shape.",
-        standin=Raises(NotImplementedError, "cannot change a tensor's shape in place"),
+        "aten/src/ATen/native/Resize.cpp resize_output: an out= tensor of another shape is "
+        "resized (silently when it has no elements)",
+        known_difference="a stand-in tensor's size is set when it is made: an op that resizes "
+        "one in place (resize_, an out= of another size) raises, saying so, instead of "
+        "leaving a wrong shape. (Views changed in place, unsqueeze_ or t_, are followed: see "
+        "unsqueeze_-in-place.)",
+        standin=Raises(NotImplementedError, "cannot resize a tensor in place"),
     ),
     Case(
         "is_cuda-outside-on_gpu",

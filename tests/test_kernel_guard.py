@@ -41,6 +41,15 @@ def test_the_mode_stacks_show_and_pop_modes_left_active():
     assert torch_mode_stacks() == ([], [])
 
 
+def test_a_default_device_left_set_is_put_back_not_called_tampering():
+    torch.set_default_device("cpu")  # an answer that set the default device, honestly
+    assert torch_mode_stacks()[0], "torch keeps the default device as a function mode"
+    assert kernel_guard.pop_modes_left_active() == []
+    assert torch_mode_stacks() == ([], []) and torch.get_default_device().type == "cpu"
+    _Agree().__enter__()
+    assert kernel_guard.pop_modes_left_active() == ["_Agree"]
+
+
 def test_the_audit_events_the_guard_blocks_exist():
     seen: list[str] = []
     watching = True

@@ -63,6 +63,8 @@ TAMPERING_FIXTURES = {
     "01_leaf_tensors": {"rebinds_devices_to_skip_checks"},
     "02_version_counter": {"rebinds_test_helpers"},
 }
+# An answer that kills the kernel: status error (the kernel died), the other tests graded.
+CRASHING_FIXTURES = {"02_version_counter": {"kernel_aborted_in_q2"}}
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +238,7 @@ def test_every_honest_fixture_is_graded_ok_in_the_sandbox(graded, assignment: st
     rows = _rows(graded[assignment])
     for student in _expected(assignment):
         status = "tampered" if student in TAMPERING_FIXTURES.get(assignment, ()) else "ok"
+        status = "error" if student in CRASHING_FIXTURES.get(assignment, ()) else status
         assert rows[student]["status"] == status, f"{student}: {rows[student]['message']}"
         assert rows[student]["sandbox"] in ("on", "off")
         assert rows[student]["device"] == "cpu"  # the default: grades never depend on a GPU

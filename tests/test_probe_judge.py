@@ -10,7 +10,7 @@ import pytest
 import torch
 from nbgrader import utils
 
-from autograd_pitfalls import observations, probe
+from autograd_pitfalls import observations, probe, torch_state
 from autograder.course import Course, assignment_ids
 from autograder.pipeline import judge as judging
 
@@ -76,6 +76,49 @@ def test_no_hidden_test_defines_expected_values_in_the_kernel(assignment: str):
             assert not KNOWING.search(str(name)), (
                 f"{grade_id}: {name!r} on the kernel's side of the hidden tests"
             )
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_starts_from_torchs_defaults(assignment: str):
+    """What an earlier cell left (autograd off, a default dtype) must not reach a test."""
+    for grade_id, source in _test_cells(assignment):
+        body = ast.parse(source).body
+        first = body[1] if isinstance(body[0], ast.Expr) else body[0]  # after the docstring
+        assert ast.unparse(first) == "reset_torch_settings()", (
+            f"{grade_id} should call reset_torch_settings() right after its docstring"
+        )
+
+
+# Answers handed tensors that their exercise asks them to write into, and nothing else.
+WRITES_ITS_INPUTS = {("02_version_counter", "q3")}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_exercise_handed_tensors_checks_them_after_the_call(assignment: str):
+    notebook = jupytext.read(Course.repository().solution_file(assignment), fmt="py:percent")
+    tests = dict(_test_cells(assignment))
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if not grade_id.endswith("-answer"):
+            continue
+        exercise = grade_id.removesuffix("-answer")
+        handed = [
+            argument.annotation
+            for node in ast.walk(ast.parse(cell.source))
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+            for argument in node.args.args
+            if argument.annotation is not None
+            and re.search(
+                r"Tensor|Module|Parameter|CharRNN|TiedRNNLM|list", ast.unparse(argument.annotation)
+            )
+        ]
+        if not handed or (assignment, exercise) in WRITES_ITS_INPUTS:
+            continue
+        test = tests[f"{exercise}-tests"]
+        assert "KeptInputs(" in test and "assert_inputs_left_alone(" in test, (
+            f"{assignment} {exercise}: the answer is handed tensors; its probe should record "
+            "them with KeptInputs and its judge call assert_inputs_left_alone"
+        )
 
 
 CELL = '''"""Checks double."""
@@ -187,6 +230,62 @@ def test_an_answer_that_raises_is_reported_per_case():
     assert "the answer raised UnprintableError" in verdict.failures[0]
 
 
+_LEFT_ON: list = []  # keeps an inference_mode() entered by an answer alive, as its frame would
+
+
+@pytest.mark.parametrize(
+    ("leaves", "said"),
+    [
+        (lambda: torch.set_grad_enabled(False), "grad mode: on -> off"),
+        (lambda: torch.set_default_dtype(torch.float64), "the default dtype"),
+        (lambda: torch.autograd.set_detect_anomaly(True), "anomaly mode: off -> on"),
+        (lambda: torch.use_deterministic_algorithms(True), "deterministic algorithms"),
+        (lambda: torch.set_default_device("meta"), "the default device: cpu -> meta"),
+        (
+            lambda: (_LEFT_ON.append(torch.inference_mode()), _LEFT_ON[-1].__enter__()),
+            "inference mode: off -> on",
+        ),
+    ],
+)
+def test_an_answer_that_changes_torchs_settings_fails_its_check_and_they_are_put_back(leaves, said):
+    def answer(x):
+        leaves()
+        return x.detach() * 2
+
+    sent = _run_kernel_side(CELL, answer, seed=7)
+    assert torch_state.read() == torch_state.DEFAULTS
+    verdict = judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent}, seed=7)
+    assert said in verdict.failures[0] and "[global-state-changed]" in verdict.failures[0]
+
+
+def test_a_check_starts_from_torchs_defaults_whatever_the_visible_tests_left():
+    def answer(x):
+        torch.set_grad_enabled(False)
+        return x * 2
+
+    torch.set_grad_enabled(False)  # left by the visible tests' call of the same answer
+    try:
+        sent = _run_kernel_side(CELL, answer, seed=7)
+    finally:
+        torch.set_grad_enabled(True)
+    verdict = judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent}, seed=7)
+    assert "grad mode: on -> off" in verdict.failures[0]
+
+
+def test_a_seed_set_by_an_answer_is_put_back_and_not_judged():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+
+    def answer(x):
+        torch.manual_seed(0)
+        return x * 2
+
+    sent = _run_kernel_side(CELL, answer, seed=7)
+    assert torch.equal(torch.rand(3), expected)
+    assert judging.Judges(SETUP).judge("q1-tests", CELL, {"q1": sent}, seed=7).passed
+
+
 def test_plain_mode_runs_probe_and_judge_in_one_process():
     namespace = {"double": lambda x: x * 2}
     exec(SETUP, namespace)
@@ -229,6 +328,27 @@ def test_tensor_observations_round_trip():
     assert data["meta"].values is None and data["meta"].device == "meta"
     assert data["t"][:4] == [1, "a", None, 2.5] and data["t"][4] == float("-inf")
     assert data["obj"] == observations.ObjectSeen("object")
+
+
+def test_subclasses_of_str_int_and_float_are_observed_as_their_base_values():
+    import enum
+
+    import numpy as np
+
+    class Outcome(str, enum.Enum):  # noqa: UP042 (as learners write it)
+        RAISES = "raises"
+
+    class Version(enum.IntEnum):
+        TWO = 2
+
+    class Loud(str):
+        def __str__(self) -> str:
+            raise AssertionError("a subclass's __str__ is not called")
+
+    sent = {Outcome.RAISES: [Outcome.RAISES, Version.TWO, np.float64(0.5), True, Loud("x")]}
+    data = observations.decode(observations.loads(observations.dumps(sent)))
+    assert data == {"raises": ["raises", 2, 0.5, True, "x"]}
+    assert [type(value) for value in data["raises"]] == [str, int, float, bool, str]
 
 
 def test_a_dict_cannot_pose_as_a_tensor():

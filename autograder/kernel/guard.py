@@ -40,6 +40,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+import torch
+
 from autograd_pitfalls.compat import pop_torch_modes
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST
 
@@ -303,7 +305,7 @@ class Guard:
         """In the main thread, before a test cell: pops modes an answer left active."""
         if self._testing:
             with self._own():
-                popped = pop_torch_modes()
+                popped = pop_modes_left_active()
                 if popped:
                     self.problems.append(f"torch modes left active ({', '.join(popped)})")
                 if sys.gettrace() is not None or sys.getprofile() is not None:
@@ -435,6 +437,18 @@ class Guard:
                 self.shell.events.callbacks[event][:] = funcs
             self._student_callbacks = None
         return changes
+
+
+def pop_modes_left_active() -> list[str]:
+    """Pops the torch modes left active; returns those that are not torch's own default.
+
+    ``torch.set_default_device(...)`` keeps a mode active for the whole process: a setting
+    an answer may have left (the test cell puts torch's defaults back), not tampering. It
+    is left as torch leaves it, ``torch.set_default_device(None)``; any other mode is
+    popped and named.
+    """
+    torch.set_default_device(None)
+    return pop_torch_modes()
 
 
 def install(kernel: Any) -> Guard:

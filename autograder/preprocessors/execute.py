@@ -12,9 +12,11 @@ student code that is not enough:
 * everything in the student's process can be reached by the student's code, the test's
   own expected values and its error display included.
 
-:class:`SandboxedExecute` adds a time limit for the whole notebook, stops at a kernel
-that does not come back from an interrupt or has died, marks every cell it did not run
-with a ``NotRun`` error (so its test scores 0), caps the output kept per cell, and asks
+:class:`SandboxedExecute` adds a time limit for the whole notebook, replaces a kernel that
+died (the cell it died in fails; a new kernel runs the cells before it again, and the
+notebook goes on: one crashing answer costs its own test only), stops at a kernel that
+does not come back from an interrupt or dies again and again, marks every cell it did not
+run with a ``NotRun`` error (so its test scores 0), caps the output kept per cell, and asks
 the kernel's guard (:mod:`autograder.kernel.guard`) to restore the test's environment
 before each test and to check it after. Each test cell's hidden checks are a probe and
 a judge (:mod:`autograd_pitfalls.probe`): the kernel gets the cell without its judges and
@@ -66,6 +68,8 @@ OBSERVATIONS_PER_CELL = 8
 # first cell (the kernel forked and ready), the guard's requests, the judges, and the
 # whole run (the kernel's shutdown included).
 SECONDS = ("kernel_ready", "guard", "judge", "run")
+# How many times a notebook's kernel may die and be replaced before the rest is not run.
+MAX_NEW_KERNELS = 3
 # The judges of each notebook seen by this process, by its setup cell (built once).
 _JUDGES: dict[str, Judges] = {}
 
@@ -119,6 +123,8 @@ class SandboxedExecute(Execute):
         self.shutdown_kernel = "immediate"  # its state is discarded anyway
         self._events: dict[str, list[str]] = {}
         self._stopped = ""
+        self._new_kernels = 0
+        self._crashed: set[int] = set()
         self._timed_out = False
         self._output_used: dict[int, int] = {}
         self._observations_sent: dict[int, int] = {}
@@ -200,10 +206,22 @@ class SandboxedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            where = _where(cell, index)
-            self._stop(ERROR, f"the kernel died in {where} (os._exit, a crash or a kill)")
-            cell.outputs.append(not_run(self._stopped))
             cell.source = source
+            where = _where(cell, index)
+            died = f"the kernel died in {where} (os._exit, a crash or a kill)"
+            self._crashed.add(index)
+            if self._new_kernels < MAX_NEW_KERNELS and self._replaced_kernel(index):
+                self._note(
+                    ERROR,
+                    f"{died}: that cell failed; a new kernel ran the cells "
+                    "before it again, and the rest of the notebook was run",
+                )
+                cell.outputs.append(
+                    new_output("error", ename="KernelDied", evalue=died, traceback=[died])
+                )
+                return cell, resources
+            self._stop(ERROR, died)
+            cell.outputs.append(not_run(self._stopped))
             return cell, resources
         except CellTimeoutError as error:
             if IOPUB_TIMEOUT in str(error) and not self._timed_out:
@@ -233,6 +251,39 @@ class SandboxedExecute(Execute):
             ):
                 self._note(MEMORY, f"{_where(cell, index)} ran out of memory")
         return cell, resources
+
+    async def _async_replaced_kernel(self, crashed: int) -> bool:
+        """Starts a new kernel and runs the cells before ``crashed`` in it again, quietly.
+
+        Each earlier code cell runs as it ran (a test cell without its judges); their
+        outputs stay those of the first run. Cells where a kernel died are left out.
+
+        Returns:
+            Whether the new kernel is ready where the old one died; False if it could
+            not be started or died, or ran out of time, while running those cells.
+        """
+        self._new_kernels += 1
+        try:
+            await self._async_cleanup_kernel()
+            self.create_kernel_manager()
+            await self.async_start_new_kernel()
+            await self.async_start_new_kernel_client()
+            assert self.kc is not None
+            for index, cell in enumerate(self.nb.cells[:crashed]):
+                if cell.cell_type != "code" or not cell.source.strip() or index in self._crashed:
+                    continue
+                source = cell.source
+                if utils.is_grade(cell):
+                    source = kernel_source(source, self._seed(cell.metadata.nbgrader["grade_id"]))
+                msg_id = self.kc.execute(source, store_history=False, allow_stdin=False)
+                if await self.async_wait_for_reply(msg_id, cell) is None:
+                    return False
+        except Exception:  # a kernel that cannot start or dies again: the rest is not run
+            self.log.exception("a new kernel for the cells after a crash failed")
+            return False
+        return not self._timed_out
+
+    _replaced_kernel = run_sync(_async_replaced_kernel)
 
     def _judge(self, cell: NotebookNode, seed: int) -> None:
         """Judges what the cell's probes sent; a failing verdict becomes an error output."""

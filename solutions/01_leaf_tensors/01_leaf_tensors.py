@@ -14,6 +14,7 @@
 # - to finish a tensor first (shape, dtype, device) and wrap it in `nn.Parameter` last.
 #
 # Run the cells from top to bottom.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -26,8 +27,10 @@ from torch import nn
 
 from autograd_pitfalls import (
     GPU,
+    KeptInputs,
     TensorSeen,
     assert_grad_close,
+    assert_inputs_left_alone,
     assert_is_leaf,
     compare,
     devices,
@@ -38,6 +41,7 @@ from autograd_pitfalls import (
     gpu_standin,
     on_gpu,
     probe_and_judge,
+    reset_torch_settings,
 )
 
 print(f"torch {torch.__version__}")
@@ -218,6 +222,7 @@ def predict_snippet() -> dict[str, dict[str, bool]]:
 
 Visible: the answer's shape, and the tensors x, w and loss. Hidden: every tensor.
 """
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _snippet_truth(device: torch.device) -> dict[str, dict[str, bool]]:
@@ -338,6 +343,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # and `w.grad = [[0.9242 · (1 − 0.4621²)], [0.]] = [[0.7269], [0.]]`.
 # With `loss_fn = cubed_sum` instead, `d loss / d hidden = 3 · hidden² = [[0.6406]]`.
 # Return both on the device of `x` and `w`.
+# Leave `x` and the values of `w` as they were: only `w.grad` is yours to fill.
 
 
 # %%
@@ -380,6 +386,7 @@ def hidden_and_weight_grads(
 Visible: the example with squared_sum and cubed_sum, by hand; the results follow the inputs'
 device (checked on a GPU stand-in). Hidden: random inputs and losses.
 """
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 class _CountedLoss:
@@ -459,9 +466,11 @@ def observe(case):
         x = case["x"].to(device)
         w = case["w"].clone().to(device).requires_grad_()
         counted = _CountedLoss(hidden_loss(case))
+        kept = KeptInputs(x=x, w=w)
         dhidden, returned = hidden_and_weight_grads(x, w, counted)
         seen[device.type] = {
             "calls": counted.calls, "dhidden": dhidden, "w_grad": w.grad, "returned": returned,
+            "inputs_changed": kept.changes(),
         }  # fmt: skip
     try:
         on_gpu(
@@ -508,6 +517,7 @@ def judge(seen, case):
         if device == "gpu":
             continue
         assert run["calls"] == 1, f"loss_fn was called {run['calls']} times: one forward pass"
+        assert_inputs_left_alone(run["inputs_changed"], "hidden_and_weight_grads(x, w, loss_fn)")
         _assert_seen_grad(
             run["dhidden"], dhidden, name="d loss / d hidden", device=device, atol=atol
         )
@@ -666,6 +676,7 @@ Visible: the example on every device (a leaf nn.Parameter still holding values, 
 .grad == 2 scale² values), and the Parameter on the device of values (checked on a GPU stand-in).
 Hidden: random values, scales and losses.
 """
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_parameter_grad(values: torch.Tensor, scale: float, loss_fn, expected) -> None:
@@ -729,12 +740,15 @@ def observe(case):
     seen = {}
     for device in devices():
         values = case["values"].clone().to(device)
+        kept = KeptInputs(values=values)
         parameter, returned = scaled_parameter_grad(values, case["scale"], hidden_loss(case))
+        inputs_changed = kept.changes()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns
             grad = parameter.grad if isinstance(parameter, torch.Tensor) else None
         seen[device.type] = {
             "parameter": parameter, "grad": grad, "returned": returned, "values": values,
+            "inputs_changed": inputs_changed,
         }  # fmt: skip
     try:
         result = on_gpu(
@@ -797,6 +811,7 @@ def judge(seen, case):
         assert parameter.cls == "Parameter", f"return the nn.Parameter, not a {parameter.cls}"
         assert parameter.is_on(device), f"the Parameter is on {parameter.device}"
         assert torch.equal(run["values"].values, values), "values was modified"
+        assert_inputs_left_alone(run["inputs_changed"], "scaled_parameter_grad(values, ...)")
         assert parameter.shape == values.shape and torch.equal(parameter.values, values), (
             "the Parameter should still hold values"
         )
@@ -909,6 +924,7 @@ assert not cut.requires_grad and cut.grad_fn is None
 # (1) leave `param` unchanged, now and when someone later writes into the result,
 # (2) stay connected to `param`: a loss computed from the result sends a gradient into `param.grad`,
 # (3) live on `param`'s device, with `param`'s dtype.
+# Leaving `param` unchanged includes its values, its `requires_grad` and its version counter: write only into tensors of your own.
 #
 # Example: for `param = nn.Parameter(torch.tensor([1., 2., 3., 4., 5.]))` and `k = 2`,
 # the result holds `[1., 2., 0., 0., 0.]`.
@@ -941,6 +957,7 @@ def zero_tail(param: nn.Parameter, k: int) -> torch.Tensor:
 The values; param unchanged, also after a write into the result; the gradient that reaches
 param; the result on param's device (checked on a GPU stand-in) and with param's dtype.
 """
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_zero_tail(param: nn.Parameter, k: int, weights: torch.Tensor) -> None:
@@ -1003,8 +1020,10 @@ def observe(case):
     k, weights = case["k"], case["weights"]
     for device in devices():
         param = nn.Parameter(case["values"].clone().to(device))
+        kept = KeptInputs(param=param)
         result = zero_tail(param, k)
         run = {"result": result, "param_after_call": param.detach().clone()}
+        run["inputs_changed"] = kept.changes()
         seen[device.type] = run
         if not isinstance(result, torch.Tensor):
             continue
@@ -1068,6 +1087,7 @@ def judge(seen, case):
         )
         assert torch.equal(run["result_values"].values, kept), f"expected {kept.tolist()}"
         assert torch.equal(run["param_after_call"].values, values), "param was modified"
+        assert_inputs_left_alone(run["inputs_changed"], f"zero_tail(param, {k})")
         assert result.requires_grad and result.grad_fn is not None, (
             "the result has left the graph (no grad_fn), so no gradient can reach param: "
             ".detach(), .data and torch.no_grad() cut the graph; clone() keeps it."
@@ -1262,6 +1282,7 @@ assert isinstance(right, nn.Parameter) and right.is_leaf
 # Return the trainable weight: an `nn.Parameter` that is a leaf, of shape `(rows, cols)`
 # (the values laid out row by row), on `device`, with `dtype`.
 # Training the weight must not change the checkpoint: the Parameter has memory of its own.
+# Leave `flat` as it was, too.
 #
 # Example: `weight_from_checkpoint(torch.arange(6.0), 2, 3, "cpu", torch.float64)`
 # holds `[[0., 1., 2.], [3., 4., 5.]]` as float64.
@@ -1301,6 +1322,7 @@ def weight_from_checkpoint(
 A leaf nn.Parameter of the right shape, device, dtype and values, whose .grad backward()
 fills, with memory of its own.
 """
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_weight(flat, rows, cols, device, dtype, x) -> None:
@@ -1375,9 +1397,10 @@ def observe(case):
     places = [GPU] if case["gpu"] else devices()
     for device in places:
         flat = case["flat"].clone()
+        kept = KeptInputs(flat=flat)
         with gpu_standin():
             weight = weight_from_checkpoint(flat, case["rows"], case["cols"], device, case["dtype"])
-        run = {"weight": weight}
+        run = {"weight": weight, "inputs_changed": kept.changes()}
         seen[device.type] = run
         if not isinstance(weight, torch.Tensor):
             continue
@@ -1434,6 +1457,7 @@ def judge(seen, case):
     assert ("gpu" if case["gpu"] else "cpu") in seen, "the tests saw no run"
     for device, run in seen.items():
         weight = run["weight"]
+        assert_inputs_left_alone(run["inputs_changed"], "weight_from_checkpoint(flat, ...)")
         _assert_seen_leaf(weight, "weight_from_checkpoint(...)")
         assert weight.cls == "Parameter", f"return an nn.Parameter, not a {weight.cls}"
         assert weight.shape == (rows, cols), f"shape {weight.shape}, expected {(rows, cols)}"

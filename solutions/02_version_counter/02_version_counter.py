@@ -10,6 +10,8 @@
 # - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error, and what they cannot see.
 # - How anomaly mode names the forward line behind a backward error.
 # - What "Trying to backward through the graph a second time" means, and how to get two gradients right.
+#
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import inspect
@@ -19,9 +21,11 @@ from torch import nn
 
 from autograd_pitfalls import (
     CountForwardProducts,
+    KeptInputs,
     TensorSeen,
     WatchWrites,
     assert_grad_close,
+    assert_inputs_left_alone,
     assert_is_leaf,
     assert_version,
     devices,
@@ -32,6 +36,7 @@ from autograd_pitfalls import (
     explain,
     on_gpu,
     probe_and_judge,
+    reset_torch_settings,
     track_inplace,
 )
 
@@ -500,6 +505,7 @@ def predict_versions() -> dict[str, int | bool]:
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
 """Checks the predictions of predict_versions() against the code of Exercise 1, run live."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 predictions = predict_versions()
 assert isinstance(predictions, dict), "predict_versions() should return a dict"
 assert set(predictions) == {"a", "head", "b", "c", "backward_raises"}, (
@@ -535,17 +541,18 @@ def hidden_cases(rng):
 
 
 def observe(case):
-    """Calls predict_versions(); returns whether it is a dict, its keys, values and their types."""
+    """Calls predict_versions(); returns whether it is a dict, its keys and its values.
+
+    The values cross as data: an int stays an int and a bool a bool (an IntEnum is its int).
+    """
     predictions = predict_versions()
     if not isinstance(predictions, dict):
         return {"is_dict": False}
     predictions = dict(predictions)
-    named = {key: value for key, value in predictions.items() if type(key) is str}
     return {
         "is_dict": True,
-        "keys": [key if type(key) is str else repr(key) for key in predictions],
-        "values": named,
-        "types": {key: type(value).__name__ for key, value in named.items()},
+        "keys": [key if isinstance(key, str) else repr(key) for key in predictions],
+        "values": {key: value for key, value in predictions.items() if isinstance(key, str)},
     }
 
 
@@ -577,7 +584,8 @@ def judge(seen, case):
     assert set(seen["keys"]) == set(truth), (
         f"expected the keys a, head, b, c, backward_raises; got {sorted(seen['keys'])}"
     )
-    predictions, types = seen["values"], seen["types"]
+    predictions = seen["values"]
+    types = {key: type(value).__name__ for key, value in predictions.items()}
     assert predictions["head"] == truth["head"], (
         f"head._version is {truth['head']}, you predicted {predictions['head']}: "
         "a view shares its base's version counter (section 2)."
@@ -739,6 +747,8 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Silencing the error with `.data` gives a wrong `w.grad`; the tests compare with the hand-derived gradient.
 # `x` may require grad too: `loss.backward()` then fills `x.grad` as well, and it must be right too.
 # Return the loss and the centred `h` as tensors on `x`'s device and in its dtype.
+# Leave `x` and `w` as they were: the caller still uses them (only their `.grad` fills).
+# `x -= x.mean(0)` would centre the caller's `x`, not a tensor of yours.
 #
 # The tests also run your function through `on_gpu` (below): its tensor arguments are moved to the course's stand-in for a GPU, a device named `gpu` whose tensors keep their values on the CPU and refuse to be mixed with CPU tensors where CUDA refuses.
 # It catches a device bug: a tensor built on the CPU whatever the input's device.
@@ -809,6 +819,7 @@ def loss_and_centred(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, to
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
 """Checks loss_and_centred: the loss, w.grad against the hand-derived gradient, the centred h."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
     x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
     w = torch.eye(2, device=device, requires_grad=True)
@@ -847,8 +858,10 @@ def hidden_cases(rng):
 
 def run_loss_and_centred(x, w):
     """Calls loss_and_centred(x, w); returns its two results and what became of w and x."""
+    kept = KeptInputs(x=x, w=w)
     loss, centred = loss_and_centred(x, w)
-    return loss, centred, {"w": w, "w_grad": w.grad, "x_grad": x.grad}
+    after = {"w": w, "w_grad": w.grad, "x_grad": x.grad, "inputs_changed": kept.changes()}
+    return loss, centred, after
 
 
 def observe(case):
@@ -954,6 +967,7 @@ def judge(seen, case):
             seen_centred, centred, atol=atol
         ), "the second value should be h - h.mean(dim=0)"
         assert torch.equal(run["w"].values, w), "w itself should not change"
+        assert_inputs_left_alone(run["inputs_changed"], "loss_and_centred(x, w)")
         _leaf(run["w"], "w")
         if label.endswith("x_leaf"):  # x requires grad too: its gradient uses the original h
             _grad_close(run["x_grad"], grad_h @ w.T, "x.grad", device, atol)
@@ -1113,6 +1127,7 @@ def init_scaled_identity_(weight: nn.Parameter, scale: float) -> nn.Parameter:
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
 """Checks init_scaled_identity_: values, same leaf object and memory, last write seen, device."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def watched_init(weight: nn.Parameter, scale: float) -> nn.Parameter:
@@ -1401,7 +1416,7 @@ assert torch.allclose(first, by_hand) and torch.equal(a.grad, 2 * a.detach())
 # The tests count the forward passes your function computes, on `layer` or on anything else holding its weight (a copy of `layer` counts too): one, as the title says.
 # By hand, for `TanhLayer`, with `s = 1 - h²`: the first gradient is `xᵀ · s`, the second `xᵀ · (2h · s)`.
 # For `x = [[1, 2]]` and `weight = [[0.5], [0]]`: `h = tanh(0.5) ≈ 0.4621`, the first gradient is `≈ [[0.7864], [1.5729]]` and the second `≈ [[0.7269], [1.4537]]`.
-# Leave `layer.weight` unchanged, and follow its device: the tests also run your function on the GPU stand-in.
+# Leave `layer` (its parameters and buffers) and `x` unchanged, and follow their device: the tests also run your function on the GPU stand-in.
 # Watch out for the two traps of section 10: the freed graph, and gradients that add up.
 
 
@@ -1444,6 +1459,7 @@ def two_gradients(layer: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torc
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
 """Checks two_gradients: one forward pass (counted), the gradients, on every device and on a GPU stand-in."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def counted_two_gradients(layer: nn.Module, x: torch.Tensor):
@@ -1513,14 +1529,16 @@ def observe(case):
     """On every device: the two gradients, forward passes counted, layer.weight after; on a GPU stand-in."""
     seen = {}
     for device in devices():
-        layer = build_layer(case, device)
-        (first, second), calls = counted_two_gradients(layer, case["x"].to(device))
+        layer, x = build_layer(case, device), case["x"].to(device, copy=True)
+        kept = KeptInputs(layer=layer, x=x)
+        (first, second), calls = counted_two_gradients(layer, x)
         seen[device.type] = {
             "first": first,
             "second": second,
             "same_tensor": first is second,
             "forward_calls": calls,
             "weight": layer.weight,
+            "inputs_changed": kept.changes(),
         }
     try:
         first, second = on_gpu(two_gradients, build_layer(case, "cpu"), case["x"])
@@ -1585,6 +1603,7 @@ def judge(seen, case):
         )
         assert not run["same_tensor"], "return two separate tensors"
         assert torch.equal(run["weight"].values, weight), "layer.weight should not change"
+        assert_inputs_left_alone(run["inputs_changed"], "two_gradients(layer, x)")
         _leaf(run["weight"], "layer.weight")
     gpu = seen["gpu"]
     assert gpu["failure"] is None, gpu["failure"]

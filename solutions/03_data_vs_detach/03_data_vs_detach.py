@@ -14,6 +14,7 @@
 # - why `total_loss += loss` keeps every step's graph alive, measured and plotted.
 #
 # Run the cells from top to bottom.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -30,8 +31,10 @@ from torch import nn
 from torch.autograd import Variable
 
 from autograd_pitfalls import (
+    KeptInputs,
     TensorSeen,
     assert_grad_close,
+    assert_inputs_left_alone,
     assert_is_leaf,
     assert_version,
     compare,
@@ -43,6 +46,7 @@ from autograd_pitfalls import (
     explain,
     on_gpu,
     probe_and_judge,
+    reset_torch_settings,
     track_inplace,
 )
 
@@ -356,6 +360,7 @@ def predict_outcomes() -> dict[str, str]:
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
 """Checks predict_outcomes() against the six snippets of Exercise 1, run live."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def run_snippet(key: str) -> str:
@@ -762,6 +767,7 @@ print(type(legacy).__name__)
 # For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
 # The tests call `loss.backward()` and compare `logits.grad` with that formula.
 # A tempting shortcut is to round `probs` in place to get the predictions: section 3 shows what that does, with and without `.data`.
+# Leave `logits` and `targets` as they were.
 # The tests also call your function on the course's stand-in for a GPU: tensors on a device named `gpu`, with values, that refuse to be mixed with CPU tensors where CUDA refuses.
 
 
@@ -790,6 +796,7 @@ def loss_and_predictions(
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
 """Checks loss_and_predictions: loss, logits.grad against the hand-derived gradient, predictions."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def hand_gradient(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -869,7 +876,9 @@ def observe(case):
     for device in devices():
         logits = case["logits"].to(device, dtype, copy=True).requires_grad_(True)
         targets = case["targets"].to(device, case["targets_dtype"])
+        kept = KeptInputs(logits=logits, targets=targets)
         loss, predictions = loss_and_predictions(logits, targets)
+        inputs_changed = kept.changes()
         backward_error = None
         try:
             loss.backward()
@@ -877,7 +886,7 @@ def observe(case):
             backward_error = (str(error).strip().splitlines() or [""])[0][:300]
         seen[device.type] = {
             "loss": loss, "predictions": predictions, "logits": logits, "grad": logits.grad,
-            "backward_error": backward_error,
+            "backward_error": backward_error, "inputs_changed": inputs_changed,
         }  # fmt: skip
     shape = case["logits"].shape
     try:
@@ -915,6 +924,7 @@ def judge(seen, case):
             run["logits"],
             run["grad"],
         )
+        assert_inputs_left_alone(run["inputs_changed"], "loss_and_predictions(logits, targets)")
         assert isinstance(loss, TensorSeen) and loss.shape == (), (
             f"loss should be a 0-dimensional tensor, got {getattr(loss, 'shape', loss)}"
         )
@@ -1008,6 +1018,8 @@ with (
 # The model is the caller's: leave its layers, their settings (a dropout's `p`) and its parameters as you found them; it may stay in evaluation mode, as after the original, or go back to the mode it was in.
 # For `nn.Linear(1, 1)` with weight 2 and bias 0, and the one batch `x = [[1], [2]]`, `y = [[1], [1]]`: the outputs are `[2, 4]` and the result is `(1 + 9) / 2 = 5.0`.
 # Section 5 says which switch turns autograd off, and which one does not.
+# Leave `batches` as they were.
+# The tests also run `evaluate` on the course's stand-in for a GPU (a device named `gpu`, with values, that refuses CPU tensors where CUDA does), with the model and the batches there.
 
 
 # %% nbgrader={"grade_id": "q3-answer", "solution": true}
@@ -1034,6 +1046,7 @@ def evaluate(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]])
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 2}
 """Checks evaluate: the value, a Python float, eval mode, autograd off while the model runs."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 class WatchedModel(nn.Module):
@@ -1147,6 +1160,7 @@ def observe(case):
         model.to(device).train()
         batches = [(x.to(device), y.to(device)) for x, y in batches]
         before = {name: t.detach().clone() for name, t in model.state_dict().items()}
+        kept = KeptInputs(batches=batches)
         result = evaluate(model, batches)
         after = model.state_dict()
         seen[device.type] = {
@@ -1160,7 +1174,17 @@ def observe(case):
                 if name not in before or name not in after
                 or not torch.equal(before[name], after[name])
             ),
+            "inputs_changed": kept.changes(),
         }  # fmt: skip
+    model, batches = build_model(case)
+    try:
+        result = on_gpu(evaluate, model.train(), batches, name="evaluate(model, batches)")
+        seen["gpu"] = {
+            "failure": None, "result_type": type(result).__name__,
+            "result": result if type(result) is float else None,
+        }  # fmt: skip
+    except AssertionError as error:
+        seen["gpu"] = {"failure": str(error)}
     return seen
 
 
@@ -1178,7 +1202,16 @@ def judge(seen, case):
     expected = mean_loss_in_eval_mode(*build_model(case))
     n_batches = len(case["batches"])
     assert "cpu" in seen, "the tests saw no CPU run"
+    gpu = seen.pop("gpu")
+    assert gpu["failure"] is None, gpu["failure"]
+    assert gpu["result_type"] == "float", (
+        f"on a GPU, evaluate should return a Python float, got {gpu['result_type']}"
+    )
+    assert abs(gpu["result"] - expected) < case["tolerance"], (
+        f"on a GPU, evaluate returned {gpu['result']}, expected {expected}"
+    )
     for run in seen.values():
+        assert_inputs_left_alone(run["inputs_changed"], "evaluate(model, batches)")
         calls = run["grad_enabled_at_call"]
         if calls is not None:
             assert len(calls) == n_batches, f"model ran {len(calls)} times for {n_batches} batches"
@@ -1414,6 +1447,7 @@ assert versions_after == versions_before  # five updates, and autograd saw none 
 # Write `train_epoch(model, batches, lr)`, a fixed copy.
 # For each batch, in order: compute `loss = mean((model(x) - y) ** 2)` with one call of `model`, compute fresh gradients (not added to the previous step's), and update every parameter in place with plain SGD, `p ← p − lr · p.grad`.
 # Return the mean of the per-step losses, each taken before its update, as a Python `float`.
+# Train `model` in place, and leave `batches` as they were.
 # Two requirements the buggy loop breaks:
 # - autograd must see each update: the tests check that every parameter's `_version` goes up at each step, so `.data` updates fail;
 # - no step's graph may outlive its step: the tests count, at each call of `model`, how many earlier steps' graphs are still alive, and accept at most one (the previous `loss`, until you rebind the name).
@@ -1451,6 +1485,7 @@ def train_epoch(
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
 """Checks train_epoch: the mean loss, the parameters, versions, and graphs kept across steps."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 class StepGraph(torch.autograd.Function):
@@ -1569,6 +1604,7 @@ def observe(case):
         batches = [
             (x.to(device, case["dtype"]), y.to(device, case["dtype"])) for x, y in case["batches"]
         ]
+        kept = KeptInputs(batches=batches)
         result = train_epoch(model, batches, case["lr"])
         now = list(model.parameters())
         seen[device.type] = {
@@ -1579,6 +1615,7 @@ def observe(case):
             and all(p is q for p, q in zip(now, parameters, strict=True)),
             "parameters": dict(model.named_parameters()),
             "versions_before": versions,
+            "inputs_changed": kept.changes(),
         }
     return seen
 
@@ -1609,6 +1646,7 @@ def judge(seen, case):
     n_batches = len(case["batches"])
     assert "cpu" in seen, "the tests saw no CPU run"
     for run in seen.values():
+        assert_inputs_left_alone(run["inputs_changed"], "train_epoch(model, batches, lr)")
         assert run["result_type"] == "float", (
             f"train_epoch should return a Python float, got {run['result_type']}"
         )

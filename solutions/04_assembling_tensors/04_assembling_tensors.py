@@ -15,6 +15,7 @@
 # - what a fill-in costs compared with `stack`, measured on this machine.
 #
 # Run the cells from top to bottom.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -26,8 +27,10 @@ from torch import nn
 
 from autograd_pitfalls import (
     GPU,
+    KeptInputs,
     TensorSeen,
     assert_grad_close,
+    assert_inputs_left_alone,
     assert_is_leaf,
     compare,
     devices,
@@ -38,6 +41,7 @@ from autograd_pitfalls import (
     explain,
     on_gpu,
     probe_and_judge,
+    reset_torch_settings,
     track_inplace,
 )
 
@@ -519,6 +523,7 @@ def predict_assembly() -> dict[str, str]:
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
 """Checks the predictions of predict_assembly() against the snippets of Exercise 1, run live."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 snippets = {
     "tensor_of_pieces": "out = torch.tensor([a[0] * 2, a[1] * 3])",
     "stack": "out = torch.stack([a[0] * 2, a[1] * 3])",
@@ -622,6 +627,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # - denormalise `R1 = R1n·(max[0] - min[0]) + min[0]`, `R2 = R2n·(max[1] - min[1]) + min[1]`, compute `k = R1 / R2`, and return `[R1, R2, k]` normalised with the same bounds (`(v - min) / (max - min)`), shape `(3,)`.
 #
 # The result must carry the gradient through `k` to both `R1n` and `R2n` (not the detach fix), and it must be on `paramn_`'s device with `paramn_`'s dtype (float32 or float64).
+# Leave `paramn_`, `param_max` and `param_min` as they were: `param_max.to(dtype)` is `param_max` itself when its dtype is already `dtype`, so write only into tensors of your own.
 # The tests also run your function on the course's stand-in for a GPU (section 6 shows it), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
 # Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
 
@@ -652,6 +658,7 @@ def ratio_features(
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
 """Checks ratio_features: values, gradient through k (by hand), device (on a GPU stand-in) and dtype."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_features(paramn_values, param_max, param_min, weights, device, dtype, values, grad):
@@ -733,7 +740,10 @@ def observe(case):
     seen = {}
     for device in devices():
         paramn_ = nn.Parameter(case["values"].to(device, dtype))
-        features = ratio_features(paramn_, case["high"].to(device), case["low"].to(device))
+        high, low = case["high"].to(device, copy=True), case["low"].to(device, copy=True)
+        kept = KeptInputs(paramn_=paramn_, param_max=high, param_min=low)
+        features = ratio_features(paramn_, high, low)
+        inputs_changed = kept.changes()
         backward_error = None
         try:
             (features * case["weights"].to(device, dtype)).sum().backward()
@@ -741,7 +751,7 @@ def observe(case):
             backward_error = str(error).splitlines()[0][:160]
         seen[device.type] = {
             "features": features, "grad": paramn_.grad, "paramn_": paramn_,
-            "backward_error": backward_error,
+            "backward_error": backward_error, "inputs_changed": inputs_changed,
         }  # fmt: skip
     try:
         gpu_result = on_gpu(
@@ -780,6 +790,7 @@ def judge(seen, case):
     for device, run in seen.items():
         if device == "gpu":
             continue
+        assert_inputs_left_alone(run["inputs_changed"], "ratio_features(paramn_, max, min)")
         features = run["features"]
         assert isinstance(features, TensorSeen) and features.shape == (3,), (
             "return a tensor of shape (3,)"
@@ -931,7 +942,7 @@ with expect_error(RuntimeError, match="same device"):
 #
 # Write `vandermonde(x, degree)`: for a 1-d tensor `x` of shape `(n,)` and an integer `degree >= 1`, return the `(n, degree + 1)` matrix whose column `j` is `x ** j` (column 0 is all ones).
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
-# The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype.
+# The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was.
 # The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
 
 
@@ -955,6 +966,7 @@ def vandermonde(x: torch.Tensor, degree: int) -> torch.Tensor:
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
 """Checks vandermonde: values, gradient (by hand), device (on a GPU stand-in) and dtype."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_vandermonde(x_values, degree, weights, device, dtype):
@@ -1019,13 +1031,18 @@ def observe(case):
     seen = {}
     for device in devices():
         x = case["values"].to(device, dtype, copy=True).requires_grad_(True)
+        kept = KeptInputs(x=x)
         matrix = vandermonde(x, case["degree"])
+        inputs_changed = kept.changes()
         backward_error = None
         try:
             (matrix * case["weights"].to(device, dtype)).sum().backward()
         except RuntimeError as error:
             backward_error = str(error).splitlines()[0][:160]
-        seen[device.type] = {"matrix": matrix, "grad": x.grad, "backward_error": backward_error}
+        seen[device.type] = {
+            "matrix": matrix, "grad": x.grad, "backward_error": backward_error,
+            "inputs_changed": inputs_changed,
+        }  # fmt: skip
     try:
         x = case["values"].to(dtype, copy=True).requires_grad_(True)
         seen["gpu"] = {"matrix": on_gpu(vandermonde, x, case["degree"]), "failure": None}
@@ -1055,6 +1072,7 @@ def judge(seen, case):
     for device, run in seen.items():
         if device == "gpu":
             continue
+        assert_inputs_left_alone(run["inputs_changed"], f"vandermonde(x, {degree})")
         matrix = run["matrix"]
         assert isinstance(matrix, TensorSeen) and matrix.shape == (n, degree + 1), (
             f"the result should have shape {(n, degree + 1)}"
@@ -1204,6 +1222,7 @@ with expect_error(RuntimeError, match="modified by an inplace operation"):
 # Write `pose_matrix(theta, t)`, a repaired version: the same matrix, differentiable with respect to `theta` and `t`, on `theta`'s device and with `theta`'s dtype (`t` has the same device and dtype).
 # Example: `theta = π/2`, `t = [1, 2]` gives `[[0, -1, -2], [1, 0, 1], [0, 0, 1]]`; by hand, the gradient of its sum is `-5` for `theta` and `[1, -1]` for `t`.
 # Any assembly that follows the rule of section 5 is fine; the tests run your function on the GPU stand-in too.
+# Leave `theta` and `t` as they were.
 
 
 # %% nbgrader={"grade_id": "q4-answer", "solution": true}
@@ -1230,6 +1249,7 @@ def pose_matrix(theta: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
 """Checks pose_matrix: values, gradients for theta and t (by hand), device (on a GPU stand-in) and dtype."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_pose(angle, shift, weights, device, dtype):
@@ -1312,7 +1332,9 @@ def observe(case):
     for device in devices():
         theta = torch.tensor(case["angle"], device=device, dtype=dtype, requires_grad=True)
         t = case["shift"].to(device, dtype, copy=True).requires_grad_(True)
+        kept = KeptInputs(theta=theta, t=t)
         matrix = pose_matrix(theta, t)
+        inputs_changed = kept.changes()
         backward_error = None
         try:
             (matrix * case["weights"].to(device, dtype)).sum().backward()
@@ -1320,7 +1342,7 @@ def observe(case):
             backward_error = str(error).splitlines()[0][:160]
         seen[device.type] = {
             "matrix": matrix, "theta_grad": theta.grad, "t_grad": t.grad,
-            "backward_error": backward_error,
+            "backward_error": backward_error, "inputs_changed": inputs_changed,
         }  # fmt: skip
     try:
         theta = torch.tensor(case["angle"], dtype=dtype, requires_grad=True)
@@ -1375,6 +1397,7 @@ def judge(seen, case):
     for device, run in seen.items():
         if device == "gpu":
             continue
+        assert_inputs_left_alone(run["inputs_changed"], "pose_matrix(theta, t)")
         matrix = run["matrix"]
         assert isinstance(matrix, TensorSeen) and matrix.shape == (3, 3), "return a (3, 3) tensor"
         assert matrix.is_on(device), explain("wrong-device")

@@ -14,6 +14,7 @@
 # - where the renormalisation does harm with no error at all.
 #
 # Run the cells from top to bottom.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -24,8 +25,10 @@ import torch
 from torch import nn
 
 from autograd_pitfalls import (
+    KeptInputs,
     TensorSeen,
     assert_grad_close,
+    assert_inputs_left_alone,
     compare,
     devices,
     diagnose,
@@ -34,6 +37,7 @@ from autograd_pitfalls import (
     explain,
     on_gpu,
     probe_and_judge,
+    reset_torch_settings,
     track_inplace,
 )
 
@@ -398,6 +402,7 @@ def predict_norms_and_versions() -> dict[str, object]:
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
 """Checks the predictions of predict_norms_and_versions() against Exercise 1's code, run live."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 predictions = predict_norms_and_versions()
 assert isinstance(predictions, dict), "predict_norms_and_versions() should return a dict"
 assert set(predictions) == {"version_at_start", "version_at_end", "norms"}, (
@@ -444,7 +449,7 @@ def observe(case):
     predictions = dict(predictions)  # a plain copy: later lookups read nothing of ours
     return {
         "type": "dict",
-        "keys": [key if type(key) is str else repr(key) for key in predictions],
+        "keys": [key if isinstance(key, str) else repr(key) for key in predictions],
         "version_at_start": predictions.get("version_at_start"),
         "version_at_end": predictions.get("version_at_end"),
         "norms": _floats(predictions.get("norms")),
@@ -683,7 +688,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Look the rows up with `model.embedding` itself (or `F.embedding`), so that the gradients are the ones `nn.Embedding`'s lookup gives.
 # The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
 # For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`.
-# The model is the caller's: leave its settings (`max_norm`) and `model.recurrent` as you found them; `model.embedding.weight` may end with the rows of `tokens` rescaled, as `model(tokens)` leaves it, or as it was.
+# The model is the caller's: leave its settings (`max_norm`), `model.recurrent` and `tokens` as you found them; `model.embedding.weight` may end with the rows of `tokens` rescaled, as `model(tokens)` leaves it, or as it was.
 # The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the course's stand-in for a GPU.
 
 
@@ -729,6 +734,7 @@ def tied_rnn_logits(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
 """Checks tied_rnn_logits: backward works, the logits and both weights' gradients, any device."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
     model_q2 = q2_example_model(device)
     logits_q2 = tied_rnn_logits(model_q2, torch.tensor([[1, 0, 2]], device=device))
@@ -795,7 +801,10 @@ def observe(case):
     seen = {}
     for device in devices():
         model = _case_model(case, device, dtype)
-        logits = tied_rnn_logits(model, case["tokens"].to(device))
+        tokens = case["tokens"].to(device, copy=True)
+        kept = KeptInputs(tokens=tokens, recurrent=model.recurrent)
+        logits = tied_rnn_logits(model, tokens)
+        inputs_changed = kept.changes()
         backward_error = None
         try:
             (logits * case["probe"].to(device, dtype)).sum().backward()
@@ -808,6 +817,7 @@ def observe(case):
             "max_norm_after": model.embedding.max_norm,
             "norm_type_after": model.embedding.norm_type,
             "weight_after": model.embedding.weight, "recurrent_after": model.recurrent.weight,
+            "inputs_changed": inputs_changed,
         }  # fmt: skip
     try:
         logits = on_gpu(
@@ -872,6 +882,7 @@ def judge(seen, case):
         assert torch.equal(run["recurrent_after"].values, case["recurrent"].to(dtype)), (
             "tied_rnn_logits changed model.recurrent.weight: the model is the caller's"
         )
+        assert_inputs_left_alone(run["inputs_changed"], "tied_rnn_logits(model, tokens)")
         got = run["logits"]
         assert isinstance(got, TensorSeen) and got.cls in ("Tensor", "Parameter"), (
             "tied_rnn_logits should return a tensor"
@@ -934,7 +945,8 @@ assert torch.allclose(w.grad, torch.tensor([-0.128, 0.096]))
 #
 # Write `max_norm_lookup(weight, indices, max_norm, norm_type=2.0)`: the values `nn.Embedding(max_norm=max_norm, norm_type=norm_type)` would return for `indices` (any shape; the result has shape `indices.shape + (dim,)`), **without writing to `weight`** (its values and its `_version` stay as they were).
 # A row whose `norm_type`-norm is above `max_norm` comes back rescaled to that norm; the others come back as they are (1e-5 is close enough, so the `1e-7` of section 1 does not matter).
-# A gradient must reach `weight` from the result, for the looked-up rows only.
+# A gradient must reach `weight` from the result, for the looked-up rows only, and be finite on every row: a row of norm 0 comes back as it is, with a gradient.
+# Leave `indices` as they were too.
 # For `weight = [[3, 4], [0.3, 0.4]]`, `indices = [0, 1, 0]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8]]`, and the weight still holds `[3, 4]`.
 # The result has the weight's dtype and device.
 
@@ -964,6 +976,7 @@ def max_norm_lookup(
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
 """Checks max_norm_lookup: the values of nn.Embedding(max_norm), weight never written, gradient."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
     weight_q3 = torch.tensor([[3.0, 4.0], [0.3, 0.4]], device=device, requires_grad=True)
     rows_q3 = max_norm_lookup(weight_q3, torch.tensor([0, 1, 0], device=device), 1.0)
@@ -1018,10 +1031,11 @@ def observe(case):
     seen = {}
     for device in devices():
         weight = case["weight"].clone().to(device).requires_grad_(True)
-        rows = max_norm_lookup(
-            weight, case["indices"].to(device), case["max_norm"], case["norm_type"]
-        )
+        indices = case["indices"].to(device, copy=True)
+        kept = KeptInputs(weight=weight, indices=indices)
+        rows = max_norm_lookup(weight, indices, case["max_norm"], case["norm_type"])
         weight_version, weight_after = weight._version, weight.detach().clone()
+        inputs_changed = kept.changes()
         backward_error = None
         if isinstance(rows, torch.Tensor) and rows.requires_grad:
             try:
@@ -1031,6 +1045,7 @@ def observe(case):
         seen[device.type] = {
             "rows": rows, "weight_version": weight_version, "weight_after": weight_after,
             "backward_error": backward_error, "grad": weight.grad,
+            "inputs_changed": inputs_changed,
         }  # fmt: skip
     try:
         on_gpu(
@@ -1080,6 +1095,7 @@ def judge(seen, case):
         assert torch.equal(run["weight_after"].values, weight), (
             f"weight's values changed (a write hidden from _version?). {wrote_weight}"
         )
+        assert_inputs_left_alone(run["inputs_changed"], "max_norm_lookup(weight, indices, ...)")
         assert rows.requires_grad is True, (
             f"the result of max_norm_lookup(weight, indices of shape {tuple(indices.shape)}, ...) "
             "does not require grad, so no gradient reaches weight. " + explain("grad-never-reached")
@@ -1091,9 +1107,17 @@ def judge(seen, case):
         )
         looked_up = torch.zeros(weight.shape[0], dtype=torch.bool)
         looked_up[indices.flatten()] = True
+        finite = grad.values.isfinite().all(dim=1)
+        assert finite.all(), (
+            f"weight.grad is not finite on rows {finite.logical_not().nonzero().flatten().tolist()}"
+            " (row 0 has norm 0 here: a division by the norm gives inf or NaN there, even where "
+            "torch.where keeps the row as it is). Divide by something that cannot be 0."
+        )
         reached = grad.values.abs().sum(dim=1) > 0
-        assert reached.any() and torch.equal(reached[1:], looked_up[1:]), (
-            "the gradient should reach exactly the looked-up rows. " + explain("grad-never-reached")
+        assert torch.equal(reached, looked_up), (
+            f"the gradient should reach exactly the looked-up rows: rows "
+            f"{looked_up.nonzero().flatten().tolist()}, it reached "
+            f"{reached.nonzero().flatten().tolist()}. " + explain("grad-never-reached")
         )
     assert seen["gpu"] is None, seen["gpu"]
 
@@ -1176,6 +1200,7 @@ def choose_fixes() -> dict[str, str]:
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
 """Checks choose_fixes() for the four situations of Exercise 4."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 choices = choose_fixes()
 options = {"reorder", "clone", "renorm_first", "detach", "detach_clone", "no_grad"}
 assert isinstance(choices, dict) and set(choices) == {"A", "B", "C", "D"}, (

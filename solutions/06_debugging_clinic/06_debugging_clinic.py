@@ -17,6 +17,7 @@
 # - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
 #
 # Run the cells from top to bottom.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -33,7 +34,9 @@ from torch.nn import functional as F  # noqa: N812 (the name every training scri
 
 from autograd_pitfalls import (
     GPU,
+    KeptInputs,
     TensorSeen,
+    assert_inputs_left_alone,
     devices,
     diagnose,
     draw,
@@ -43,6 +46,7 @@ from autograd_pitfalls import (
     gpu_standin,
     on_gpu,
     probe_and_judge,
+    reset_torch_settings,
     to_host,
     track_inplace,
 )
@@ -485,7 +489,8 @@ assert len(set(buggy_losses)) == 1 and torch.equal(weight_before, buggy_model.we
 # %% [markdown]
 # Write `train(model, inputs, targets, steps, lr)`, a fixed copy: `steps` steps of full-batch gradient descent with `torch.optim.SGD(model.parameters(), lr=lr)` (no momentum, no weight decay) on the mean squared error `mean((model(inputs) - targets) ** 2)`, the mean over every element.
 # Each step must use that step's gradients only (not added to the previous steps').
-# Train the caller's `model`, in place, and return the list of the `steps` losses as Python floats, each the loss computed before its step's update.
+# Train the caller's `model`, in place, and return the list of the `steps` losses as Python floats, each the loss computed before its step's update: all `steps` of them, however small the loss gets.
+# Leave `inputs` and `targets` as they were.
 #
 # For `nn.Linear(1, 1)` with weight 1 and bias 0, `inputs = [[1]]`, `targets = [[3]]`, `steps = 2` and `lr = 0.1`: the first loss is `(1 − 3)² = 4` and the gradients are `2 · (1 − 3) = −4` for both, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44`, so `w = 1.64`, `b = 0.64` at the end, and the result is `[4.0, 1.44]`.
 # The tests train models you have not seen (several layers, sizes, float32 and float64, learning rates) on data you have not seen, compare every loss and parameter with what this computation gives, and run your function on the course's stand-in for a GPU.
@@ -522,6 +527,7 @@ def train(
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 3}
 """Checks train on the example: the losses, the parameters, on every device."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
     model = nn.Linear(1, 1).to(device)
     with torch.no_grad():
@@ -543,7 +549,8 @@ for device in devices():
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The example, then small networks (Linear, Tanh, Linear) on data drawn from rng."""
+    """The example, then small networks (Linear, Tanh, Linear) on data drawn from rng, then
+    a line whose loss falls to 0 after one step (lr 0.25) or towards it (lr 0.2)."""
     cases = [
         {"layers": [(torch.tensor([[1.0]]), torch.tensor([0.0]))],
          "inputs": torch.tensor([[1.0]]), "targets": torch.tensor([[3.0]]),
@@ -562,6 +569,11 @@ def hidden_cases(rng):
         targets = torch.randn(rows, n_out, generator=rng)
         cases.append({"layers": layers, "inputs": inputs, "targets": targets, "steps": steps,
                       "lr": lr, "dtype": dtype})  # fmt: skip
+    # Losses that fall to 0, or below any tolerance, within the steps: every step still counts.
+    line = [(torch.tensor([[1.0]]), torch.tensor([0.0]))]
+    for lr, steps, dtype in [(0.25, 5, torch.float32), (0.2, 14, torch.float64)]:
+        data = {"inputs": torch.tensor([[1.0]]), "targets": torch.tensor([[3.0]])}
+        cases.append({"layers": line, **data, "steps": steps, "lr": lr, "dtype": dtype})
     return cases
 
 
@@ -579,11 +591,15 @@ def case_model(case) -> nn.Module:
 def train_and_report(model, inputs, targets, steps, lr):
     """Calls train; returns what it returned, the model's parameters and whether they are the same objects."""
     parameters = list(model.parameters())
+    kept = KeptInputs(inputs=inputs, targets=targets)
     result = train(model, inputs, targets, steps, lr)
     now = list(model.parameters())
     same = len(now) == len(parameters) and all(p is q for p, q in zip(now, parameters, strict=True))
     result = list(result) if isinstance(result, list | tuple) else result
-    return {"result": result, "parameters": dict(model.named_parameters()), "same_parameters": same}
+    return {
+        "result": result, "parameters": dict(model.named_parameters()), "same_parameters": same,
+        "inputs_changed": kept.changes(),
+    }  # fmt: skip
 
 
 def observe(case):
@@ -649,12 +665,14 @@ def judge(seen, case):
     for device, run in seen.items():
         where = "on the GPU stand-in" if device == "gpu" else f"on {device}"
         assert not isinstance(run, str), run  # on_gpu's message: the wrong-device pitfall
+        assert_inputs_left_alone(run["inputs_changed"], "train(model, inputs, targets, ...)")
         result = run["result"]
         assert isinstance(result, list) and all(type(value) is float for value in result), (
             "train should return a list of Python floats (loss.item())"
         )
         assert len(result) == case["steps"], (
-            f"train should return {case['steps']} losses, got {len(result)}"
+            f"train should return {case['steps']} losses, got {len(result)}: run every step, "
+            f"even once the loss is small (here it falls to {min(expected):.3g})"
         )
         assert run["same_parameters"], "train the caller's model in place: keep its parameters"
         parameters = run["parameters"]
@@ -798,7 +816,7 @@ assert "std" not in standardise.state_dict() and "mean" in standardise.state_dic
 # - `self.body = nn.Linear(features, hidden)`;
 # - `self.scale`, the tensor `torch.linspace(0.5, 1.5, hidden)`, kept so that `.to()` moves and converts it with the parameters, and not trained;
 # - `self.head = nn.Linear(hidden, 1)`, built once, in `__init__`;
-# - `forward(x)` returns `self.head(torch.relu(self.body(x)) * self.scale).squeeze(1)`, one score per row of `x`.
+# - `forward(x)` returns `self.head(torch.relu(self.body(x)) * self.scale).squeeze(1)`, one score per row of `x`, and leaves `x` as it was.
 #
 # The trainable parameters are then exactly `body.weight`, `body.bias`, `head.weight` and `head.bias`.
 # The tests build your module with other sizes, move it with `.to()` to the GPU stand-in and to float64, compare its scores with this formula on inputs you have not seen, and train it a few steps with SGD: every trainable parameter must move, and `scale` must not.
@@ -825,6 +843,7 @@ class FixedScorer(nn.Module):
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
 """Checks FixedScorer: what it registers, its scores, and that it follows .to() to the GPU stand-in."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 torch.manual_seed(0)
 fixed_scorer = FixedScorer(3, 4)
 trainable = sorted(name for name, p in fixed_scorer.named_parameters() if p.requires_grad)
@@ -869,7 +888,9 @@ def scorer_run(model, x, targets, steps=3, lr=0.1):
     scale_before = (
         scale_before.detach().clone() if isinstance(scale_before, torch.Tensor) else scale_before
     )
+    kept = KeptInputs(x=x)
     scores, again = model(x), model(x)
+    inputs_changed = kept.changes()
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(trainable, lr=lr)
     for _ in range(steps):
@@ -882,6 +903,7 @@ def scorer_run(model, x, targets, steps=3, lr=0.1):
         "scores": scores, "again": again, "scale_before": scale_before,
         "scale_after": getattr(model, "scale", None), "after": dict(model.named_parameters()),
         "buffers": [name for name, _ in model.named_buffers()],
+        "inputs_changed": inputs_changed,
     }  # fmt: skip
 
 
@@ -924,6 +946,7 @@ def judge(seen, case):
     for device in ("cpu", "gpu"):
         run = seen[device]
         assert not isinstance(run, str), run + "\n" + explain("module-state-unregistered")
+        assert_inputs_left_alone(run["inputs_changed"], "FixedScorer's forward(x)")
         assert run["trainable"] == wanted, (
             f"the trainable parameters should be {wanted}, got {run['trainable']}. "
             + explain("module-state-unregistered")
@@ -1146,7 +1169,7 @@ assert carried[-1] > 5 * detached[-1] and max(detached) - min(detached) < 1  # K
 # Write `train_lm(model, chunks, lr)`, a fixed `train_lm_buggy`: one pass of SGD (`torch.optim.SGD(model.parameters(), lr=lr)`) over `chunks`, a list of `(inputs, targets)` pairs of token ids, each of shape `(batch, steps)`, in order.
 # The hidden state starts at zeros, shape `(batch, model.cell.hidden_size)`, on the model's device and in its dtype, and each chunk starts from the state the previous chunk ended with, without its graph.
 # For each chunk: fresh gradients, `logits, h = model(inputs, h)`, the loss `F.cross_entropy(logits.flatten(0, 1), targets.flatten())`, `backward()`, one step.
-# Return the chunks' losses as Python floats.
+# Return the chunks' losses as Python floats, and leave `chunks` as they were.
 # The tests train `CharRNN` models of other sizes and dtypes on streams you have not seen, compare every loss and parameter with this computation, and run your function on the GPU stand-in.
 
 
@@ -1180,6 +1203,7 @@ def train_lm(model: CharRNN, chunks: list, lr: float) -> list[float]:
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
 """Checks train_lm on the stream of section 6: it runs, returns floats, and the loss falls."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 torch.manual_seed(0)
 lm = CharRNN(5, 4)
 lm_losses = train_lm(lm, chunks, lr=0.5)
@@ -1220,9 +1244,13 @@ def observe(case):
     seen = {}
 
     def run(model, chunks):
+        kept = KeptInputs(chunks=chunks)
         losses = train_lm(model, chunks, case["lr"])
         losses = list(losses) if isinstance(losses, list | tuple) else losses
-        return {"losses": losses, "parameters": dict(model.named_parameters())}
+        return {
+            "losses": losses, "parameters": dict(model.named_parameters()),
+            "inputs_changed": kept.changes(),
+        }  # fmt: skip
 
     model = CharRNN(case["vocab"], case["hidden"])
     model.load_state_dict(case["parameters"])
@@ -1285,6 +1313,7 @@ def judge(seen, case):
     for device, run in seen.items():
         where = "on the GPU stand-in" if device == "gpu" else f"on {device}"
         assert not isinstance(run, str), run
+        assert_inputs_left_alone(run["inputs_changed"], "train_lm(model, chunks, lr)")
         losses = run["losses"]
         assert isinstance(losses, list) and all(type(value) is float for value in losses), (
             "train_lm should return a list of Python floats (loss.item())"
@@ -1714,6 +1743,7 @@ def triage() -> dict[str, str]:
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
 """Checks triage() for the seven symptoms of Exercise 4."""
+reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 causes = triage()
 options = {
     "loss_not_reduced", "graph_cut", "parameter_not_reached", "gradients_accumulate",

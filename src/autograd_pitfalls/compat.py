@@ -28,10 +28,13 @@ __all__ = [
     "DispatchMode",
     "OpOverload",
     "TorchDispatchMode",
+    "allow_foreach_optimizers",
+    "apply_inplace_view",
     "disable_torch_function",
     "disable_torch_function_subclass",
     "gpu_standin_device",
     "in_backward",
+    "leave_inference_mode",
     "op_arguments",
     "op_name",
     "pop_torch_modes",
@@ -174,6 +177,55 @@ def wrapper_tensor(cls: type, values: torch.Tensor, device: torch.device) -> tor
         device=device,
         requires_grad=False,
     )
+
+
+def apply_inplace_view(func: OpOverload, args: tuple, kwargs: dict) -> None:
+    """Runs an ``inplace_view`` op (``squeeze_``, ``t_``) on a wrapper tensor's metadata only.
+
+    A wrapper tensor (:func:`wrapper_tensor`) has no storage: its shape and strides change
+    only when this is called, as torch does for its own wrapper subclasses
+    (torch/utils/_python_dispatch.py return_and_correct_aliasing: the op again, with no
+    dispatch and the meta kernels).
+    """
+    from torch.utils._mode_utils import no_dispatch
+
+    with no_dispatch():
+        meta_in_tls = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            func(*args, **kwargs)
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
+
+
+def allow_foreach_optimizers(cls: type) -> None:
+    """Lets torch.optim take its foreach path for parameters of the tensor class ``cls``.
+
+    Its default (torch/optim/optimizer.py _default_to_fused_or_foreach) wants
+    ``type(p) in _foreach_supported_types`` and a device that has foreach kernels; the
+    stand-in's device is one (torch/utils/_foreach_utils.py: the PrivateUse1 backend's name),
+    its tensor class is not in the list.
+    """
+    from torch.optim import optimizer
+
+    if cls not in optimizer._foreach_supported_types:
+        optimizer._foreach_supported_types.append(cls)
+
+
+# Guards that turn inference mode off, kept alive (see leave_inference_mode).
+_inference_off: list[Any] = []
+
+
+def leave_inference_mode() -> None:
+    """Turns inference mode off in this thread, however it was turned on.
+
+    A ``torch.inference_mode()`` entered and never exited cannot be exited from outside:
+    a guard that turns it off (``torch._C._InferenceMode(False)``, what
+    ``torch.inference_mode(False)`` enters) is entered on top and kept.
+    """
+    guard = torch._C._InferenceMode(False)
+    guard.__enter__()
+    _inference_off.append(guard)
 
 
 def disable_torch_function() -> Any:

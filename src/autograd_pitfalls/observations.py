@@ -9,7 +9,8 @@ text. On the grader's side, :func:`loads` checks size, depth and a JSON schema b
 
 Encoding (unambiguous: every dict is tagged, so a student's dict cannot pose as a tensor):
 
-* ``None``, ``bool``, ``int``, finite ``float``, ``str``: as they are;
+* ``None``, ``bool``, ``int``, finite ``float``, ``str``: as they are (a subclass of
+  ``str``, ``int`` or ``float``, such as a ``str``-valued Enum, as its base value);
 * a non-finite float: ``{"__float__": "nan" | "inf" | "-inf"}``;
 * a list or tuple: a JSON list;
 * a dict with ``str`` keys: ``{"__dict__": {...}}``;
@@ -221,16 +222,38 @@ def _encode_tensor(tensor: torch.Tensor) -> dict[str, Any]:
         }
 
 
+def _base_value(value: Any) -> Any:
+    """A ``str``, ``int`` or ``float`` subclass's value as the base type; others unchanged.
+
+    A ``str``-valued Enum is its string, an ``IntEnum`` its int, NumPy's ``float64`` its
+    float. The base type's own method reads it, so a subclass's ``__str__`` is not called.
+    (``bool`` cannot be subclassed: a bool stays a bool.)
+    """
+    kind = type(value)
+    if kind in (bool, int, float, str):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return value
+
+
 def encode(value: Any, _depth: int = 0) -> Any:
     """Turns what a probe returns into JSON-ready data (see the module's docstring).
 
     Args:
         value: Tensors, numbers, strings, None, and lists, tuples and dicts of them.
+            Subclasses of ``str``, ``int`` and ``float`` (a ``str``-valued Enum) are
+            observed as their base values.
 
     Returns:
         Plain JSON data. Strings are cut at ``MAX_STRING`` characters; structures deeper
         than ``MAX_DEPTH`` and objects of other classes become ``{"__object__": name}``.
     """
+    value = _base_value(value)
     kind = type(value)
     if _depth > MAX_DEPTH:
         return {"__object__": "too deep"}
@@ -245,10 +268,15 @@ def encode(value: Any, _depth: int = 0) -> Any:
         return value[:MAX_STRING]
     if kind in (list, tuple):
         return [encode(item, _depth + 1) for item in value]
-    if kind is dict and all(type(key) is str for key in value):
-        return {
-            "__dict__": {key[:MAX_STRING]: encode(item, _depth + 1) for key, item in value.items()}
-        }
+    if kind is dict and all(isinstance(key, str) for key in value):
+        keys = [_base_value(key)[:MAX_STRING] for key in value]
+        if len(set(keys)) == len(keys):  # two keys that read the same cannot both cross
+            return {
+                "__dict__": {
+                    key: encode(item, _depth + 1)
+                    for key, item in zip(keys, value.values(), strict=True)
+                }
+            }
     if isinstance(value, torch.Tensor):
         return {"__tensor__": _encode_tensor(value)}
     return {"__object__": kind.__name__[:200]}

@@ -90,6 +90,25 @@ _ALL = (
         "02_version_counter",
     ),
     Pitfall(
+        "changed-input",
+        "the function changed a tensor it was handed",
+        "The caller still uses its tensors: `x -= m` or `x.sub_(m)` writes into the "
+        "caller's x (and a tensor that `.to()` returned unchanged is the caller's too), "
+        "where `x = x - m` makes a new one. Leave every input as it was; compute into new "
+        "tensors, or write into a clone().",
+        "02_version_counter",
+    ),
+    Pitfall(
+        "global-state-changed",
+        "the function changed PyTorch's settings for the whole process",
+        "torch.set_grad_enabled(False), torch.set_default_dtype(...), "
+        "torch.set_default_device(...), anomaly mode or deterministic algorithms left on stay "
+        "on for every later line, other people's code included. Change them for a block only "
+        "(`with torch.no_grad():`, `with torch.autograd.detect_anomaly():`), or put back what "
+        "was there.",
+        "02_version_counter",
+    ),
+    Pitfall(
         "stale-saved-tensor",
         "a tensor saved for backward was modified in place",
         "backward() needs the value it saw in the forward pass. Use the out-of-place op "

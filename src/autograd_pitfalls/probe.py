@@ -48,7 +48,8 @@ from typing import Any
 
 import torch
 
-from autograd_pitfalls import observations
+from autograd_pitfalls import observations, torch_state
+from autograd_pitfalls.pitfalls import explain
 
 __all__ = [
     "MIME",
@@ -140,14 +141,23 @@ def observe_all(name: str, cases: Cases, observe: Observe, seed: int) -> str:
     """Runs ``observe`` on every case; returns the observations as JSON text.
 
     An error raised while observing one case is recorded for that case (the judge
-    reports it) and the other cases are still observed.
+    reports it) and the other cases are still observed. So is a change the case left in
+    PyTorch's settings for the whole process (grad mode, default dtype, ...: see
+    :mod:`autograd_pitfalls.torch_state`), which is then put back.
     """
     seen = []
+    # What the visible tests' calls left is not this check's to judge: start from torch's
+    # defaults, then see what each case's call changes (and put it back).
+    torch_state.restore(torch_state.DEFAULTS)
     for case in draw_cases(cases, seed):
-        try:
-            seen.append({"value": observe(case)})
-        except Exception as error:
-            seen.append({"error": _first_line(error)})
+        with torch_state.kept_settings() as changed:
+            try:
+                entry = {"value": observe(case)}
+            except Exception as error:
+                entry = {"error": _first_line(error)}
+        if changed:
+            entry["settings_changed"] = changed
+        seen.append(entry)
     return observations.dumps({"check": name, "cases": seen})
 
 
@@ -185,6 +195,13 @@ def judge_observations(check: HiddenCheck, text: Any, seed: int) -> None:
             raise HiddenCheckError(f"{check.name}, {where}: malformed observations")
         if "error" in entry:
             raise HiddenCheckError(f"{where}: the answer raised {entry['error']}")
+        changed = entry.get("settings_changed")
+        if changed:
+            said = "; ".join(str(item) for item in changed) if isinstance(changed, list) else ""
+            raise HiddenCheckError(
+                f"{where}: the answer changed PyTorch's settings for the whole process and "
+                f"left them so ({said}). " + explain("global-state-changed")
+            )
         try:
             check.judge(entry["value"], case)
         except AssertionError as error:

@@ -10,13 +10,19 @@ renamed), whose tensors keep their values in an ordinary CPU tensor. Every op on
 on those values and is checked first against what CUDA accepts:
 
 - a stand-in tensor and a CPU tensor of more than one value in one op raise, as on CUDA
-  (``Expected all tensors to be on the same device``), except where CUDA moves them:
-  copies (``copy_``, ``.to()``), indices of an indexing op, and a 0-dim CPU tensor as an
-  operand of an elementwise op, as the value of ``fill_``/``masked_fill`` or of an
-  indexed write;
+  and in CUDA's words, except where CUDA moves them: copies (``copy_``, ``.to()``),
+  indices of an indexing op, and one 0-dim CPU tensor as an input of an elementwise op, as
+  the value of ``fill_``/``masked_fill`` or of an indexed write (the rules, with their
+  sources in PyTorch: :mod:`autograd_pitfalls.cuda_rules`);
 - a factory without ``device=`` lands on the CPU; ``device=x.device`` lands on ``gpu``;
-- ``.cpu()``, ``.tolist()`` and ``.item()`` return host values; ``.numpy()`` raises as on
-  CUDA.
+- ``.cpu()``, ``.tolist()``, ``.item()``, ``float()`` return host values (so
+  ``torch.tensor([a, b])`` of 0-dim GPU tensors is a CPU tensor); ``.numpy()`` raises;
+- views changed in place (``unsqueeze_``, ``t_``; ``v @ M`` squeezes its result so) keep
+  the wrapper's shape with its values';
+- a backward pass checks the device of the gradients it starts from, as CUDA's engine does
+  for its own tensors, and an error raised inside one is raised when it returns, not in
+  the engine, where it would abort the process (:mod:`autograd_pitfalls.standin_autograd`);
+- optimisers take their foreach path, as for CUDA parameters.
 
 While :func:`on_gpu` runs a function, ``"cuda"`` as a device, ``.cuda()`` and ``is_cuda``
 mean the stand-in too, so code written for CUDA runs as it would there. What it does not
@@ -45,8 +51,9 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from autograd_pitfalls import compat
+from autograd_pitfalls import compat, standin_autograd
 from autograd_pitfalls.compat import tree_leaves, tree_map
+from autograd_pitfalls.cuda_rules import check_devices
 from autograd_pitfalls.pitfalls import explain
 
 __all__ = ["GPU", "IS_STANDIN", "StandInTensor", "gpu_standin", "on_gpu", "to_gpu", "to_host"]
@@ -70,28 +77,6 @@ IS_STANDIN = GPU.type != "cuda"
 _WHICH_GPU = f"here a stand-in for one, device '{GPU.type}'" if IS_STANDIN else f"device {GPU}"
 CPU = torch.device("cpu")
 
-# Ops that take tensors from two devices on CUDA too: copies between devices.
-_COPIES = frozenset({"copy_", "_to_copy", "_copy_from", "_copy_from_and_resize", "lift_fresh"})
-# Indexing ops: their indices may be CPU tensors of any size (CUDA moves them).
-_INDEXING = frozenset({"index", "_unsafe_index", "index_put", "index_put_", "_index_put_impl_"})
-# Ops that are not tagged pointwise but take a 0-dim CPU tensor as their value on CUDA.
-_TAKE_CPU_SCALAR = frozenset({"fill_", "fill", "masked_fill", "masked_fill_"})
-# Ops tagged pointwise that take no CPU tensor on CUDA, not even a 0-dim one: clamp's tensor
-# bounds keep the generated device check (no NoCheck in native_functions.yaml), addcdiv's
-# TensorIterator does not allow_cpu_scalars.
-_NO_CPU_SCALAR = frozenset(
-    {
-        "clamp",
-        "clamp_",
-        "clamp_min",
-        "clamp_min_",
-        "clamp_max",
-        "clamp_max_",
-        "addcdiv",
-        "addcdiv_",
-    }
-)
-
 
 class StandInTensor(torch.Tensor):
     """A tensor on the stand-in device ``gpu`` whose values live in a CPU tensor.
@@ -113,16 +98,35 @@ class StandInTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.Tensor.tolist:
-            return args[0].values.tolist()
+        if func in _TO_PYTHON:
+            # Read on the CPU values, not dispatched: torch.tensor([a, b]) of 0-dim GPU
+            # tensors reads each with float() below the Python dispatch key, where a
+            # backend written in Python fails (INTERNAL ASSERT in python_dispatch.cpp).
+            with compat.disable_torch_function():
+                return func(args[0].values, *args[1:], **kwargs)
         if func is torch.Tensor.numpy or func is torch.Tensor.__array__:
             # CUDA's words, with this device's name.
             raise TypeError(
                 f"can't convert {GPU} device type tensor to numpy. Use Tensor.cpu() to "
                 "copy the tensor to host memory first."
             )
-        with compat.disable_torch_function_subclass():
-            return func(*args, **kwargs)
+        if func in _HOOKS and len(args) > 1:
+            args = (args[0], standin_autograd.deferring(args[1]), *args[2:])
+        if compat.in_backward():  # a hook or a custom Function's backward, in the engine
+            with compat.disable_torch_function_subclass():
+                return func(*args, **kwargs)
+        standin_autograd.raise_deferred()  # kept from a backward pass that did not say
+        if func in standin_autograd.BACKWARD_ENTRIES:
+            args, kwargs = standin_autograd.checked_root_gradients(func, args, kwargs, _is_gpu, GPU)
+        try:
+            with compat.disable_torch_function_subclass():
+                result = func(*args, **kwargs)
+        finally:
+            if func in standin_autograd.BACKWARD_ENTRIES:
+                standin_autograd.raise_deferred()
+        if getattr(func, "__self__", None) is torch.Tensor.grad and result is not None:
+            standin_autograd.check_accumulated(args[0], result, _is_gpu, GPU)
+        return result
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         # torch's printing reads values with .tolist() where subclasses cannot: print the
@@ -151,69 +155,39 @@ def _values(value: Any) -> Any:
     return value.values if isinstance(value, StandInTensor) else value
 
 
-def _same_device_error() -> RuntimeError:
-    # CUDA's message (c10 TensorIterator / checkSameDevice), with this device's name.
-    return RuntimeError(
-        "Expected all tensors to be on the same device, but found at least two devices, "
-        f"{GPU} and cpu!"
-    )
+def _is_gpu(value: Any) -> bool:
+    return isinstance(value, StandInTensor)
 
 
-def _check_devices(func: Any, args: tuple, kwargs: dict) -> None:
-    """Raises where CUDA raises for the tensors of one op (see the module's docstring)."""
-    name = func.overloadpacket.__name__
-    if name in _COPIES:
-        return
-    if name in _INDEXING:
-        self, indices = args[0], args[1]
-        on_gpu = isinstance(self, StandInTensor)
-        if not on_gpu and any(isinstance(i, StandInTensor) for i in indices if i is not None):
-            raise RuntimeError(
-                "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
-            )
-        values = [t for t in tree_leaves(args[2:]) if isinstance(t, torch.Tensor)]
-        if _masked_fill_shortcut(self, indices, values, args[3:]):
-            return
-        # _index_put_impl_ moves a 0-dim value of the other device to self's, either way.
-        if any(isinstance(t, StandInTensor) != on_gpu and t.dim() for t in values):
-            raise _same_device_error()
-        return
-    if name in _TAKE_CPU_SCALAR:
-        value = args[1] if name.startswith("fill") else args[2]
-        if isinstance(value, torch.Tensor) and value.dim():
-            return  # CUDA first says the value must be 0-dim; the CPU kernel says it too
-        if name.startswith("fill") and isinstance(value, torch.Tensor):
-            return  # fill_ reads a value of another device with .item(), either way
-    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    on_cpu = [t for t in tensors if not isinstance(t, StandInTensor)]
-    if not on_cpu or len(on_cpu) == len(tensors):
-        return
-    pointwise = torch.Tag.pointwise in func.tags and name not in _NO_CPU_SCALAR
-    # TensorIterator lets one CPU scalar into a CUDA kernel; where() moves its own.
-    most = 3 if name == "where" else 1
-    takes_scalars = pointwise or name in _TAKE_CPU_SCALAR
-    if takes_scalars and len(on_cpu) <= most and all(t.dim() == 0 for t in on_cpu):
-        return
-    raise _same_device_error()
-
-
-def _masked_fill_shortcut(self: Any, indices: Any, values: list, rest: tuple) -> bool:
-    """canDispatchToMaskedFill: one CPU value of one element and one mask on self's device."""
-    masks = [i for i in indices if i is not None]
-    return (
-        not (rest and rest[0])  # accumulate
-        and len(values) == 1
-        and not isinstance(values[0], StandInTensor)
-        and values[0].numel() == 1
-        and len(masks) == 1
-        and masks[0].dtype in (torch.bool, torch.uint8)
-        and isinstance(masks[0], StandInTensor) == isinstance(self, StandInTensor)
-    )
+# Tensor methods that give Python values: computed on the CPU values.
+_TO_PYTHON = frozenset(
+    {
+        torch.Tensor.tolist,
+        torch.Tensor.item,
+        torch.Tensor.__float__,
+        torch.Tensor.__int__,
+        torch.Tensor.__index__,
+        torch.Tensor.__bool__,
+        torch.Tensor.__complex__,
+    }
+)
+# Tensor methods that register a hook the engine calls in a backward pass.
+_HOOKS = frozenset({torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook})
 
 
 def _run(func: Any, args: tuple, kwargs: dict) -> Any:
-    """Runs one aten op on the stand-in: checks devices, computes on the CPU, rewraps."""
-    _check_devices(func, args, kwargs)
+    """Runs one aten op on the stand-in: checks devices, computes on the CPU, rewraps.
+
+    Inside a backward pass an error is kept for later instead of raised (see
+    :mod:`autograd_pitfalls.standin_autograd`: raised there, it would abort the process),
+    and the op computes on the values as they are.
+    """
+    try:
+        check_devices(func, args, kwargs, _is_gpu, GPU)
+    except RuntimeError as error:
+        if not compat.in_backward():
+            raise
+        standin_autograd.defer(error)
     device = kwargs.get("device")
     # An op given a device other than the stand-in's (x.to("cpu"), zeros_like(x,
     # device="cpu")) leaves its result there, as on CUDA.
@@ -221,30 +195,42 @@ def _run(func: Any, args: tuple, kwargs: dict) -> Any:
     if device is not None and device.type == GPU.type:
         kwargs = {**kwargs, "device": CPU}
     # An in-place op returns its input, a CPU tensor too: give back the caller's tensor.
-    inputs = {id(_values(t)): t for t in tree_leaves(args) if isinstance(t, torch.Tensor)}
+    inputs = {id(_values(t)): t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
     result = func(*tree_map(_values, args), **tree_map(_values, kwargs))
     if to_host:
         return result
+    if torch.Tag.inplace_view in func.tags and func.overloadpacket.__name__ not in _RESIZING:
+        # squeeze_, unsqueeze_, t_, transpose_, as_strided_ (matmul of a 1-D tensor squeezes
+        # its result in place): the wrapper's shape follows its values'.
+        compat.apply_inplace_view(func, args, kwargs)
+    for tensor in inputs.values():
+        if isinstance(tensor, StandInTensor) and not _fits(tensor):
+            # A wrapper's size is set when it is made: an op that resizes one in place
+            # (resize_, an out= of another size) would leave the two apart, so the stand-in
+            # refuses it, saying why.
+            raise NotImplementedError(
+                f"the GPU stand-in cannot resize a tensor in place ({func}): use the "
+                "out-of-place form (x = torch.cat([x, y]), not torch.cat([x, y], out=x))"
+            )
 
     def wrap(value: Any) -> Any:
         if not isinstance(value, torch.Tensor):
             return value
         # An in-place op returns its input: give back the caller's tensor, not a new one.
         same = inputs.get(id(value))
-        if same is None:
-            return StandInTensor(value)
-        if isinstance(same, StandInTensor) and (
-            same.shape != value.shape or same.stride() != value.stride()
-        ):
-            # A wrapper's shape is fixed when it is made: an op that changes it in place
-            # would leave the two apart, so the stand-in refuses it, saying why.
-            raise NotImplementedError(
-                f"the GPU stand-in cannot change a tensor's shape in place ({func}): use the "
-                "out-of-place form (x = x.unsqueeze(0), not x.unsqueeze_(0))"
-            )
-        return same
+        return StandInTensor(value) if same is None else same
 
     return tree_map(wrap, result)
+
+
+# Ops tagged inplace_view that resize (or re-home) a tensor: a wrapper cannot follow them.
+_RESIZING = frozenset({"resize_", "resize_as_", "set_"})
+
+
+def _fits(tensor: StandInTensor) -> bool:
+    """Whether a wrapper's shape and strides are still those of its values."""
+    values = tensor.values
+    return tensor.shape == values.shape and tensor.stride() == values.stride()
 
 
 def _factory_kernel(func: Any, *args: Any, **kwargs: Any) -> Any:
@@ -270,6 +256,8 @@ _factories = torch.library.Library("aten", "IMPL")
 # backend (see the module's docstring).
 if IS_STANDIN:
     compat.register_gpu_standin_kernel(_factory_kernel)
+    # As on CUDA, an optimiser's default is the foreach path for the stand-in's parameters.
+    compat.allow_foreach_optimizers(StandInTensor)
     for _name in _RESIZING_FACTORIES:
         _packet, _, _overload = _name.partition(".")
         _factories.impl(
@@ -367,6 +355,10 @@ def to_host(value: Any) -> Any:
     return value
 
 
+# What CUDA's errors about tensors on two devices say (cuda_rules, standin_autograd).
+_DEVICE_ERROR_WORDS = ("device", "CPU scalars")
+
+
 def _tensors_in(value: Any, path: str) -> list[tuple[str, torch.Tensor]]:
     if isinstance(value, torch.Tensor):
         return [(path, value)]
@@ -406,9 +398,10 @@ def on_gpu(function: Callable[..., Any], *args: Any, name: str | None = None, **
     try:
         with gpu_standin():
             result = function(*moved_args, **moved_kwargs)
+        standin_autograd.raise_deferred()  # from a backward pass the answer started
     except (RuntimeError, TypeError) as error:
         text = str(error).strip()
-        if "device" not in text:
+        if not any(word in text for word in _DEVICE_ERROR_WORDS):
             raise
         raise AssertionError(
             f"{label} failed when its inputs were on a GPU ({_WHICH_GPU}): "
