@@ -213,18 +213,26 @@ def zygote(request):
         yield kernels
 
 
-def _run(*sources: str) -> list[str]:
-    """Runs the cells in a fresh forked kernel; returns each cell's stdout or error."""
-    notebook = v4.new_notebook(cells=[v4.new_code_cell(source) for source in sources])
-    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
-    client = NotebookClient(
+def _execute(notebook: nbformat.NotebookNode, **options) -> None:
+    """Runs ``notebook`` in a new kernel (forked from the zygote in use), errors allowed.
+
+    A kernel may take minutes to start on a machine busy with other grading runs.
+    """
+    NotebookClient(
         notebook,
         timeout=120,
         startup_timeout=KERNEL_START_TIMEOUT,
         allow_errors=True,
         kernel_name="python3",
-    )
-    client.execute()
+        **options,
+    ).execute()
+
+
+def _run(*sources: str) -> list[str]:
+    """Runs the cells in a fresh forked kernel; returns each cell's stdout or error."""
+    notebook = v4.new_notebook(cells=[v4.new_code_cell(source) for source in sources])
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    _execute(notebook)
     results = []
     for cell in notebook.cells:
         text = ""
@@ -361,14 +369,7 @@ def test_the_memory_limit_stops_a_20_gb_allocation(zygote):
 def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_course: Course):
     path = built_course.source / "01_leaf_tensors" / "01_leaf_tensors.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=60,
-        startup_timeout=KERNEL_START_TIMEOUT,
-        allow_errors=True,
-        kernel_name="python3",
-    )
-    client.execute()
+    _execute(notebook)
     errors = [
         output.ename
         for cell in notebook.cells
@@ -501,15 +502,7 @@ def test_the_assignments_data_files_reach_the_kernels_folder(zygote, tmp_path):
     (folder / "data" / "points.csv").write_text("1,2\n")
     notebook = v4.new_notebook(cells=[v4.new_code_cell("print(open('data/points.csv').read())")])
     notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
-    client = NotebookClient(
-        notebook,
-        timeout=120,
-        startup_timeout=KERNEL_START_TIMEOUT,
-        allow_errors=True,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(folder)}},
-    )
-    client.execute()
+    _execute(notebook, resources={"metadata": {"path": str(folder)}})
     assert notebook.cells[0].outputs[0].text.strip() == "1,2"
 
 
