@@ -527,6 +527,15 @@ def _changes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _torch_check(args: argparse.Namespace) -> int:
+    from autograder.authoring.torch_check import torch_check
+
+    report = torch_check(args.version, args.assignments or None)
+    print(report.format())
+    failed = report.cells or report.tests_failed or " passed" not in report.tests_summary
+    return 1 if failed else 0
+
+
 def _add_workspace_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--workspace",
@@ -640,6 +649,15 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_workspace_option(changes_cmd)
     changes_cmd.set_defaults(run=_changes)
+
+    torch_cmd = commands.add_parser(
+        "torch-check",
+        help="run every source notebook and the helper package's tests on another torch, in "
+        "a side environment built once under build/torch-check/ (exit 1 if anything fails)",
+    )
+    torch_cmd.add_argument("version", help="a torch release, for example 2.14.1")
+    torch_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
+    torch_cmd.set_defaults(run=_torch_check)
     return root
 
 
