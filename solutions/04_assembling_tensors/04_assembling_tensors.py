@@ -255,11 +255,13 @@ assert torch.equal(values[0], values[1]) and torch.equal(values[1], values[2])
 assert torch.allclose(models["stack"].paramn_, torch.tensor([0.4963, 0.7682]), atol=1e-4)
 assert torch.allclose(values[0][2], torch.tensor(0.2115), atol=1e-4)
 assert torch.allclose(models["stack"].eta, torch.tensor([-0.4544]), atol=1e-4)
-assert models["stack"].eta.grad_fn.name() == "ViewBackward0"
+# The node nn.Linear records last for a 1-d input: a view (its exact name moves with torch).
+assert models["stack"].eta.grad_fn.name().endswith("ViewBackward0")
 
 # %% [markdown]
 # The three forward passes agree to the last bit, and with the seed's printed numbers (`0.4963, 0.7682, 0.2115`, `eta ≈ -0.4544`).
-# Only `eta`'s `grad_fn` is named differently: the seed's torch printed `AddBackward0`, torch 2.13 prints `ViewBackward0` (the last op recorded inside `nn.Linear` for a 1-d input); the value is the same.
+# Only `eta`'s `grad_fn` is named differently: the seed's torch printed `AddBackward0`, torch 2.13 prints `ViewBackward0` (the last op recorded inside `nn.Linear` for a 1-d input; torch 2.15 names it `UnsafeViewBackward0`); the value is the same.
+# A node's name is how one torch implements an op, not part of its meaning: read the graph for what it computes.
 # The backward passes do not.
 # The fill-in raises:
 
