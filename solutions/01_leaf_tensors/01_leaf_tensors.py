@@ -1495,4 +1495,4 @@ probe_and_judge("q5", hidden_cases, observe, judge)
 # - A slice is a view of the same memory.
 #   `clone()` gives it its own memory and keeps the gradient path; `.detach().clone()` cuts it.
 # - Reshape, cast and move first; wrap in `nn.Parameter` last.
-#   A module's `.double()` keeps its Parameters (the same leaf objects, with new memory); build the optimiser after moving or casting the module.
+#   A module's `.double()` keeps its Parameters (the same leaf objects, with new memory); build the optimiser after moving or casting the module all the same: an optimiser that has already stepped keeps its state in the old dtype (notebook 06, section 3).

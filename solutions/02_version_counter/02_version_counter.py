@@ -15,9 +15,11 @@
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import inspect
+import time
 
 import torch
 from torch import nn
+from torch.nn import functional as F  # noqa: N812 (torch's documentation spells it so)
 
 from autograd_pitfalls import (
     CountForwardProducts,
@@ -247,7 +249,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # The error gives a shape and two versions, but not which tensor of your code it is, nor which line wrote to it.
 # `diagnose(f)` reads the graph below `f`, without calling `backward()`, and says in words what `backward()` will hit.
 # It also names the line of the write when that write ran inside `with track_inplace() as log:`, a block that records every in-place write with its line.
-# `track_inplace()` slows every op down: wrap the code you are debugging, not a training run.
+# It looks at every op that runs inside it, and so slows each one down (measured below): wrap the code you are debugging, not a training run.
 # So run the three lines again, inside that block.
 
 # %%
@@ -269,6 +271,32 @@ assert (finding.kind, finding.node, finding.saved, finding.name) == (
 )
 assert (finding.saved_version, finding.current_version) == (0, 1)
 assert finding.line == write.location and write.code == "d[:] = 0"
+
+# %% [markdown]
+# What the block costs: the same 300 small ops, timed outside it and inside it (the fastest of five runs each).
+
+# %%
+def small_ops() -> torch.Tensor:
+    y = x * 1
+    for _ in range(300):
+        y = y * 1.0001 + 0.0
+    return y
+
+
+def fastest_of_five(run) -> float:
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+plain = fastest_of_five(small_ops)
+with track_inplace():
+    tracked = fastest_of_five(small_ops)
+print(f"per op: {plain / 600 * 1e6:.1f} µs, inside track_inplace(): {tracked / 600 * 1e6:.1f} µs")
+assert tracked > plain
 
 # %% [markdown]
 # Read it against the error.
@@ -295,8 +323,9 @@ assert torch.equal(w2.grad, torch.tensor([4.0]))
 #
 # Autograd only checks the tensors that some node saved.
 # A write to a tensor that no node saved raises nothing, and the gradient stays correct.
-# To predict which case you are in, ask of every op the tensor fed: does its backward need that value to compute the gradient of an input that requires grad?
-# A node saves a value only for the gradients it will really compute.
+# To predict which case you are in, ask of every op the tensor fed: does its backward need that value?
+# Which values a node saves is a fact about each op, and one you can check: a node keeps its saved tensors in its `_saved_*` attributes, and `draw` shows them in orange.
+# Some common ones:
 #
 # | op | by hand | saves |
 # |---|---|---|
@@ -305,7 +334,7 @@ assert torch.equal(w2.grad, torch.tensor([4.0]))
 # | `b ** 2` | `2b` | its input |
 # | `b.exp()`, `b.sigmoid()`, `b.relu()` | expressed with the output | its **output** |
 #
-# You can check the table: a node keeps its saved tensors in its `_saved_*` attributes.
+# Check the table:
 
 # %%
 b = torch.ones(2, requires_grad=True) * 1  # two non-leaf tensors
@@ -359,6 +388,23 @@ assert not diagnose(loss)
 loss.backward()
 print("a.grad:", a.grad)
 assert torch.equal(a.grad, torch.full((2,), 3.0))
+
+# %% [markdown]
+# Not every op leaves out what it will not need, so check the op rather than reason it out.
+# A convolution with a frozen weight needs only the weight for its input's gradient, and still saves its input too: writing to that input after the convolution makes `backward()` raise.
+
+# %%
+a = torch.randn(1, 1, 5, requires_grad=True)
+signal = a * 1  # requires grad
+kernel = torch.randn(1, 1, 3)  # frozen: no gradient for it is ever computed
+out = F.conv1d(signal, kernel)
+node = out.grad_fn
+saved = [name for name in dir(node) if isinstance(getattr(node, name, None), torch.Tensor)]
+print(type(node).__name__, "saves:", [name.removeprefix("_saved_") for name in saved])
+assert node._saved_input is not None and "_saved_input" in saved
+signal.add_(1.0)  # the input, written after the convolution
+with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
+    out.sum().backward()
 
 # %% [markdown]
 # First the failing case, from the blog post: `(b * b).mean()` saves `b`, so writing to `b` afterwards breaks `backward()`.
@@ -445,8 +491,8 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
     e.sum().backward()
 
 # %% [markdown]
-# No error means the gradient is right for the values the forward pass used, provided every write moved a version counter.
-# A write through `.data` (section 2) or numpy moves none: `backward()` raises nothing and the gradient is silently wrong.
+# No error means the gradient is right for the values the forward pass used, provided every write moved the saved tensor's version counter.
+# A write through `.data` (section 2) moves none: `backward()` raises nothing and the gradient is silently wrong.
 # Here is the failing `exp` case again, with the write made through `.data`: by hand `a.grad` should be `exp(a)`; it comes out as `2 exp(a)`.
 
 # %%
@@ -455,6 +501,21 @@ e = (a * 1).exp()
 e.data.mul_(2)  # the same write, hidden from the counter
 e.sum().backward()  # no error ...
 print("a.grad:", a.grad, "| exp(a):", a.detach().exp(), "<- wrong, and no error")
+assert torch.allclose(a.grad, 2 * a.detach().exp())
+
+# %% [markdown]
+# A write through another tensor over the same memory moves that tensor's counter, not the saved one's.
+# `torch.from_numpy` of the saved tensor's numpy array is such a tensor: a counter moves, and the gradient is just as silently wrong.
+
+# %%
+a = torch.tensor([0.0, 1.0], requires_grad=True)
+e = (a * 1).exp()
+alias = torch.from_numpy(e.detach().numpy())  # the same memory, with a counter of its own
+alias.mul_(2)
+print("alias._version:", alias._version, "| e._version (the saved one):", e._version)
+e.sum().backward()  # no error ...
+print("a.grad:", a.grad, "| exp(a):", a.detach().exp(), "<- wrong, and no error")
+assert alias._version == 1 and e._version == 0
 assert torch.allclose(a.grad, 2 * a.detach().exp())
 
 # %% [markdown]
@@ -1626,8 +1687,8 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - A leaf that requires grad refuses in-place writes to itself (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed, and so is an optimiser's `step()`, which turns grad mode off. Writes through `.detach()` and `.data` are not refused.
 # - A tensor some node saved for backward may not be written before `backward()`: `draw()` shows it red, `backward()` raises.
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
-# - Writes through `.data` or numpy move no counter: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
-# - Writes to tensors no node saved are harmless; a node saves a value only for the gradient of an input that requires grad (table of section 5), or check with `draw()`.
+# - Writes through `.data` move no counter, and a write through another tensor over the same memory (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
+# - Writes to tensors no node saved are harmless. Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
 # - Fixes: out of place, clone, reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
 # - `detect_anomaly()` points to the forward op that saved the tensor.
 # - A second backward fails only through a graph that saved tensors; `retain_graph=True` keeps them, and gradients add up.

@@ -359,28 +359,63 @@ assert model.weight.grad is not None and torch.equal(weight_before, model.weight
 # %% [markdown]
 # Rescale in place under `torch.no_grad()` instead (`model.weight.mul_(0.5)`), or build the optimiser after the last change to the model.
 #
-# The advice "build the optimiser after `model.to(device)`" is not needed in PyTorch 2.x by default: `Module.to()` keeps each Parameter object and changes what it holds, so the optimiser still holds the model's parameters.
-# (The two flags below switch on the other behaviour, new Parameters at each conversion; both are off by default.)
+# The same rule holds for moving and casting, as notebook 01 (section 6) says: `model.to(...)` first, then the optimiser.
+# With PyTorch's defaults, `Module.to()` keeps each Parameter object, on the CPU and on CUDA (notebook 01 shows both), so an optimiser built before the conversion still holds the model's parameters.
+# That is not enough: an optimiser that has already stepped keeps its state (Adam's running averages) in the old dtype, or on the old device, and its next step fails:
 
 # %%
 torch.manual_seed(0)
 model = nn.Linear(3, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
 weight_object = model.weight
+F.mse_loss(model(inputs), targets).backward()
+optimizer.step()  # Adam's state for each parameter now exists, in float32
 model.to(torch.float64)
 print(
     "same Parameter after .to(float64):",
     model.weight is weight_object,
     "| the optimiser holds it:",
     optimizer.param_groups[0]["params"][0] is model.weight,
+    "| its state:",
+    optimizer.state[model.weight]["exp_avg"].dtype,
 )
+assert model.weight is weight_object and optimizer.param_groups[0]["params"][0] is model.weight
+optimizer.zero_grad()
+F.mse_loss(model(inputs.double()), targets.double()).backward()
+with expect_error(RuntimeError, match="expected dtype float .* but got dtype double"):
+    optimizer.step()
+
+# %% [markdown]
+# And the objects are not kept everywhere: on the course's GPU stand-in, and with `torch.__future__.set_overwrite_module_params_on_conversion(True)`, `.to()` makes new Parameters (notebook 01 shows both), which an optimiser built before never updates.
+# The other flag, `torch.__future__.set_swap_module_params_on_conversion(True)`, keeps each Parameter object and swaps its contents in place, so the optimiser still holds it (with its old state).
+# Both flags are off by default:
+
+# %%
 print(
     "overwrite on conversion:",
     torch.__future__.get_overwrite_module_params_on_conversion(),
     "| swap on conversion:",
     torch.__future__.get_swap_module_params_on_conversion(),
 )
-assert model.weight is weight_object and optimizer.param_groups[0]["params"][0] is model.weight
+assert not torch.__future__.get_overwrite_module_params_on_conversion()
+assert not torch.__future__.get_swap_module_params_on_conversion()
+layer = nn.Linear(3, 2)
+weight_object = layer.weight
+optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+torch.__future__.set_swap_module_params_on_conversion(True)
+try:
+    layer.double()
+finally:
+    torch.__future__.set_swap_module_params_on_conversion(False)
+print(
+    "with the swap flag: same Parameter after .double():",
+    layer.weight is weight_object,
+    layer.weight.dtype,
+    "| the optimiser holds it:",
+    optimizer.param_groups[0]["params"][0] is layer.weight,
+)
+assert layer.weight is weight_object and layer.weight.dtype == torch.float64
+assert optimizer.param_groups[0]["params"][0] is layer.weight
 
 # %% [markdown]
 # ## 4. A missing `zero_grad()`
@@ -1811,7 +1846,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
 # - "grad can be implicitly created only for scalar outputs": reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger.
 # - "element 0 of tensors does not require grad": the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
-# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). `Module.to()` keeps the Parameters.
+# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype or device, and some conversions make new Parameters.
 # - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss and zeroing once per step.
 # - "Expected all tensors to be on the same device": something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
 # - "Trying to backward through the graph a second time" in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
