@@ -275,6 +275,7 @@ assert finding.line == write.location and write.code == "d[:] = 0"
 # %% [markdown]
 # What the block costs: the same 300 small ops, timed outside it and inside it (the fastest of five runs each).
 
+
 # %%
 def small_ops() -> torch.Tensor:
     y = x * 1
