@@ -642,17 +642,24 @@ print("w.tolist() =", w.tolist())
 assert w.tolist() == [1.0, 2.0, 3.0]
 
 # %% [markdown]
-# `float(loss)` gives the same number, but on torch 2.13 it warns when `loss` requires grad (PyTorch prints this warning once per process).
+# `float(loss)` gives the same number, but on torch 2.13 it warns when `loss` requires grad.
+# PyTorch gives that warning once per process, so a notebook that converted a tensor earlier would show nothing: this cell asks for it every time with `torch.set_warn_always(True)` (as notebook 04 does).
 # `.item()`, or `float(loss.detach())`, says that you meant to leave the graph.
 
 # %%
-with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
-    value = float(loss)
-with warnings.catch_warnings(record=True) as again:
+torch.set_warn_always(True)  # this warning, every time: not once per process
+try:
+    with expect_warning(
+        UserWarning, match="Converting a tensor with requires_grad=True to a scalar"
+    ):
+        value = float(loss)
+finally:
+    torch.set_warn_always(False)
+with warnings.catch_warnings(record=True) as quiet:
     warnings.simplefilter("always")
-    float(loss)  # the same call a second time: no warning any more
-print("warnings the second time:", len(again))
-assert value == 14.0 and float(loss.detach()) == 14.0 and not again
+    detached = float(loss.detach())
+print("warnings from float(loss.detach()):", len(quiet))
+assert value == 14.0 and detached == 14.0 and not quiet
 
 # %% [markdown]
 # ### `.data.cpu().numpy()` vs `.detach().cpu().numpy()`
@@ -680,7 +687,7 @@ for device in devices():
 # ### `p.data = new_values`
 # Old code loads or re-initialises a parameter by assigning to its `.data`.
 # That swaps in other memory, of any shape, and no counter moves: a `(2, 3)` weight silently becomes a vector of 5.
-# Under `torch.no_grad()`, `p.copy_(new_values)` writes into the parameter's own memory, checks the shape, and is counted.
+# Under `torch.no_grad()`, `p.copy_(new_values)` writes into the parameter's own memory, keeps its shape, and is counted.
 
 # %%
 p = nn.Parameter(torch.ones(2, 3))
@@ -703,6 +710,22 @@ print(
     f"same memory {p.data_ptr() == memory}"
 )
 assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
+
+# %% [markdown]
+# `copy_` refuses only what it cannot broadcast: a `(3,)` row or a single number fills the whole `(2, 3)` weight without a word.
+# `load_state_dict` is stricter: it refuses any tensor whose shape is not the parameter's.
+
+# %%
+with torch.no_grad():
+    p.copy_(torch.tensor([1.0, 2.0, 3.0]))  # broadcast to both rows
+    row_copied = p.detach().clone()
+    p.copy_(torch.tensor(7.0))  # broadcast to every element
+print(f"a (3,) row copied into {tuple(p.shape)}: {row_copied.tolist()}; then 7.0: {p.tolist()}")
+assert torch.equal(row_copied, torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]))
+assert torch.equal(p.detach(), torch.full((2, 3), 7.0))
+layer = nn.Linear(3, 2)
+with expect_error(RuntimeError, match="size mismatch for weight"):
+    layer.load_state_dict({"weight": torch.zeros(3), "bias": torch.zeros(2)})
 
 # %% [markdown]
 # | old code | today |

@@ -19,6 +19,7 @@
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import inspect
+import textwrap
 
 import matplotlib.pyplot as plt
 import torch
@@ -171,7 +172,19 @@ assert changed == expected and len(changed) >= 1
 # %% [markdown]
 # ## 2. The failure: the weight used before the lookup
 #
-# A forum answer on this pitfall (the seed of this notebook) gives this code.
+# The seed of this notebook takes its code from the note in `nn.Embedding`'s own docstring, printed here from your PyTorch.
+# There, `a` is computed from `embedding.weight.clone()`, and the comment says why.
+
+# %%
+note = nn.Embedding.__doc__
+example = note[
+    note.index("n, d, m = 3, 5, 7") : note.index("loss.backward()") + len("loss.backward()")
+]
+print(textwrap.dedent("            " + example))
+assert "embedding.weight.clone() @ W.t()" in example and "modifies weight in-place" in example
+
+# %% [markdown]
+# The seed then leaves the `.clone()` out, to see what goes wrong, and so does the cell below.
 # `a` uses the whole weight directly, `b` looks up two rows; the loss combines them.
 
 # %%
@@ -918,7 +931,7 @@ probe_and_judge("q2", hidden_cases, observe, judge)
 # %% [markdown]
 # ## 6. The gradient through `max_norm`
 #
-# The rescaling runs under `no_grad`: autograd does not differentiate it.
+# The rescaling writes into `weight.detach()` (section 5 printed the code that does it), with grad mode as it was: autograd records nothing of it, and does not differentiate it.
 # For autograd, the rescaled rows are simply the rows of the weight, and the lookup copies the output's gradient into them.
 #
 # By hand, with the row `w = [3, 4]`, `max_norm = 1`, a lookup of `[0, 0]` and `loss = Σ out · v` for `v = [1, 2]`: each of the two looked-up copies passes `v` back, so `weight.grad[0] = 2v = [2, 4]`, whatever the rescaling did.

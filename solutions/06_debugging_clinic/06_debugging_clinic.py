@@ -108,15 +108,16 @@ assert torch.allclose(with_ones, of_sum) and torch.allclose(with_ones, 64 * of_m
 assert torch.allclose(of_mse, of_mean)  # F.mse_loss is the mean
 
 # %% [markdown]
-# A gradient 64 times larger is a learning rate 64 times larger: with the same `lr = 0.1`, the mean converges and the sum blows up.
+# With plain SGD, a gradient 64 times larger is a learning rate 64 times larger: with the same `lr = 0.1`, the mean converges and the sum blows up.
+# Adam divides each step by a running estimate of the gradient's size, so a constant factor cancels out: with Adam, the sum and the mean train the same (up to Adam's tiny `eps`).
 
 
 # %%
-def final_loss(reduce, steps: int = 20, lr: float = 0.1) -> float:
+def final_loss(reduce, optimizer_class=torch.optim.SGD, steps: int = 20, lr: float = 0.1) -> float:
     """Trains a fresh model on the data with reduce(per-point losses); returns the last mean loss."""
     torch.manual_seed(0)
     fresh = nn.Linear(3, 1)
-    optimizer = torch.optim.SGD(fresh.parameters(), lr=lr)
+    optimizer = optimizer_class(fresh.parameters(), lr=lr)
     for _ in range(steps):
         optimizer.zero_grad()
         per_point = (fresh(inputs) - targets) ** 2
@@ -125,9 +126,13 @@ def final_loss(reduce, steps: int = 20, lr: float = 0.1) -> float:
     return F.mse_loss(fresh(inputs), targets).item()
 
 
-print(f"after 20 steps with mean(): {final_loss(torch.mean):.4f}")
-print(f"after 20 steps with sum():  {final_loss(torch.sum):.3g}")
-assert final_loss(torch.mean) < 0.1 and not final_loss(torch.sum) < 1e6
+sgd_mean, sgd_sum = final_loss(torch.mean), final_loss(torch.sum)
+adam_mean = final_loss(torch.mean, torch.optim.Adam)
+adam_sum = final_loss(torch.sum, torch.optim.Adam)
+print(f"SGD,  after 20 steps: with mean() {sgd_mean:.4f}, with sum() {sgd_sum:.3g}")
+print(f"Adam, after 20 steps: with mean() {adam_mean:.4f}, with sum() {adam_sum:.4f}")
+assert sgd_mean < 0.1 and not sgd_sum < 1e6
+assert abs(adam_mean - adam_sum) < 1e-3 * adam_mean
 
 # %% [markdown]
 # `backward(gradient=...)` is right when you mean a weighted sum, or when the tensor is an intermediate result whose gradient you already have (`torch.autograd.backward(h, grad_h)`).
@@ -141,9 +146,12 @@ print("gradient=1/n everywhere is the mean's gradient:", torch.allclose(weighted
 # %% [markdown]
 # The same error meets people who train on several GPUs with `nn.DataParallel` and return the loss from `forward`: each GPU's copy returns a 0-dim loss, and `DataParallel` gathers them into a vector, one value per GPU (with the warning below).
 # `backward()` on that vector raises the error of this section; `loss.mean().backward()` is the fix.
-# This machine may have no GPU to run it on, so here is the code of `DataParallel`'s gather that does it, from your PyTorch:
+# That paragraph is read from torch's code, not run: the gather works on GPU tensors only (it refuses CPU ones, below).
+# Here is the code of `DataParallel`'s gather that makes the vector, from your PyTorch:
 
 # %%
+with expect_error(AssertionError, match="Gather function not implemented for CPU tensors"):
+    torch.nn.parallel.gather([torch.tensor(1.0), torch.tensor(2.0)], "cpu")
 gather_lines = inspect.getsource(torch.nn.parallel._functions.Gather.forward).splitlines()
 start = next(i for i, line in enumerate(gather_lines) if "t.dim() == 0" in line)
 end = next(i for i, line in enumerate(gather_lines) if "unsqueezed_scalar = True" in line)
@@ -177,8 +185,15 @@ def cut_losses(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) ->
 
 torch.manual_seed(0)
 model = nn.Linear(3, 1)
-with expect_warning(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
-    losses = cut_losses(model, inputs, targets)
+# torch.tensor(per_half) warns; torch gives that warning once per process, every time here.
+torch.set_warn_always(True)
+try:
+    with expect_warning(
+        UserWarning, match="Converting a tensor with requires_grad=True to a scalar"
+    ):
+        losses = cut_losses(model, inputs, targets)
+finally:
+    torch.set_warn_always(False)
 for name, loss in losses.items():
     print(
         f"{name:13} loss = {loss.item():.4f}, requires_grad={loss.requires_grad}, grad_fn={loss.grad_fn}"
@@ -202,7 +217,7 @@ with expect_error(
     F.mse_loss(frozen(inputs), targets).backward()
 
 # %% [markdown]
-# `diagnose` (notebook 01) finds a cut before you call `backward()`, and names the parameters the loss does not reach:
+# `diagnose` (notebook 02, section 4) finds a cut before you call `backward()`, and names the parameters the loss does not reach:
 
 # %%
 report = diagnose(losses["item"], params=model)
@@ -1422,7 +1437,20 @@ assert any("Error detected in PowBackward0" in message for message in messages)
 
 # %% [markdown]
 # It names `PowBackward0`, the node of `differences**2`, not the `sqrt` on the same line.
-# Anomaly mode looks for NaN, and the backward of `sqrt` at 0 gives an infinite gradient (its derivative, `1 / (2 √x)`, at `x = 0`); the NaN appears one node later, where the backward of `**2` multiplies that infinity by `2 · difference = 0`.
+# Anomaly mode looks for NaN, and the backward of `sqrt` at 0 gives an infinite gradient (its derivative, `1 / (2 √x)`, at `x = 0`).
+# The NaN appears two nodes later: `SumBackward1`, the node of `.sum(-1)`, passes the infinity on, and the backward of `**2` multiplies it by `2 · difference = 0`.
+# The nodes below the `sqrt`, in the order `backward()` meets them:
+
+# %%
+node = pairwise_distances(points).grad_fn
+chain = [node.name()]
+for _ in range(2):
+    node = node.next_functions[0][0]  # the node that made this one's input
+    chain.append(node.name())
+print(" -> ".join(chain))
+assert chain == ["SqrtBackward0", "SumBackward1", "PowBackward0"]
+
+# %% [markdown]
 # A **gradient hook** shows the infinity itself: `tensor.register_hook(function)` calls the function with the gradient that reaches the tensor during `backward()`.
 
 # %%
@@ -1850,5 +1878,5 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss and zeroing once per step.
 # - "Expected all tensors to be on the same device": something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
 # - "Trying to backward through the graph a second time" in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
-# - NaN gradients: anomaly mode names the first node that *returned* NaN, which may be one after the cause; a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.
+# - NaN gradients: anomaly mode names the first node that *returned* NaN, which may come after the cause (two nodes after the `sqrt` here); a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.
 # - Several pitfalls at once: `track_inplace()` and `diagnose` find what backward() will hit and the line; the linter (`python -m autograd_pitfalls.lint`) finds the patterns before anything runs.
