@@ -38,6 +38,7 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config import Config
 
+from autograder import interrupts
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
 from autograder.pipeline.reference import AssignmentReference, scratch_course
@@ -256,7 +257,10 @@ class Grader:
         try:
             graded = self.steps.run(student.notebook, resources)
         except Exception as error:  # the student gets the cause; the log, the traceback
-            _log.exception("autograde of %s failed", submission.student_id)
+            if interrupts.stopping():  # its kernel was killed: the run will say so
+                _log.debug("autograde of %s stopped", submission.student_id, exc_info=True)
+            else:
+                _log.exception("autograde of %s failed", submission.student_id)
             cause = one_line(f"autograde failed: {type(error).__name__}: {error}", self.course)
             failed = dataclasses.replace(submission, status=ERROR, message=cause)
             return GradedNotebook(failed, None, self.sandbox.describe())

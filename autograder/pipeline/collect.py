@@ -161,7 +161,7 @@ def _collect_one(entry: Path, assignment: str, target: Path, student: str) -> Su
             return Submission(student, UNREADABLE, problem)
         target.mkdir(parents=True)
         shutil.copy(notebook, target / f"{assignment}.ipynb")
-    return Submission(student, OK, note)
+    return Submission(student, OK, note, note=note)
 
 
 def collect(

@@ -16,6 +16,7 @@ again after its worker died) leaves the same grades, once.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def record_config(course: Course, limits: Limits, folder: Path) -> Config:
 
 
 def student_notebook(course: Course, assignment: str, submission: Submission) -> StudentNotebook:
-    """Returns a collected student's notebook as a worker receives it.
+    """Returns a collected student's notebook as a worker receives it, its digest recorded.
 
     Raises:
         OSError: If the notebook cannot be read.
@@ -75,7 +76,9 @@ def student_notebook(course: Course, assignment: str, submission: Submission) ->
             f"{path.name} is {size / 2**20:.0f} MB, more than the "
             f"{MAX_NOTEBOOK_BYTES // 2**20} MB a notebook may have"
         )
-    return StudentNotebook(submission, path.read_bytes())
+    content = path.read_bytes()
+    digest = hashlib.sha256(content).hexdigest()
+    return StudentNotebook(dataclasses.replace(submission, digest=digest), content)
 
 
 class Recorder:

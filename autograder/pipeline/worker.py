@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.util import Finalize
 from pathlib import Path
 
+from autograder import interrupts
 from autograder.course import Course
 from autograder.errors import SandboxError
 from autograder.kernel.fs import remove_tree
@@ -28,8 +29,8 @@ from autograder.pipeline.autograde import GradedNotebook, Grader, StudentNoteboo
 from autograder.pipeline.reference import AssignmentReference
 from autograder.sandbox.bwrap import Sandbox, course_sandbox
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.zygote import Zygote
-from autograder.submission import ERROR
+from autograder.sandbox.zygote import Zygote, kill_launched
+from autograder.submission import ERROR, INTERRUPTED
 
 _log = logging.getLogger(__name__)
 
@@ -125,9 +126,20 @@ class GradingWorker:
     def grade(
         self, reference: AssignmentReference, batch: list[StudentNotebook]
     ) -> list[GradedNotebook]:
-        """Grades a batch of students; one student's failure does not stop the others."""
+        """Grades a batch of students; one student's failure does not stop the others.
+
+        Once the command that started this process is stopping, nobody else is started.
+        """
+        if interrupts.stopping():
+            return [_not_started(student) for student in batch]
         grader = self.grader_for(reference)
-        return [_grade_one(grader, student, self.settings.feedback) for student in batch]
+        results = []
+        for student in batch:
+            if interrupts.stopping():
+                results.append(_not_started(student))
+            else:
+                results.append(_grade_one(grader, student, self.settings.feedback))
+        return results
 
     def close(self) -> None:
         """Stops the zygote (if started here) and removes this worker's folders."""
@@ -151,6 +163,32 @@ def _grade_one(grader: Grader, student: StudentNotebook, feedback: bool) -> Grad
             student.submission, status=ERROR, message=message, graded=False
         )
         return GradedNotebook(failed, None, grader.sandbox.describe())
+
+
+def _not_started(student: StudentNotebook) -> GradedNotebook:
+    message = "not graded: the run was stopped first"
+    stopped = dataclasses.replace(
+        student.submission, status=INTERRUPTED, message=message, graded=False
+    )
+    return GradedNotebook(stopped, None)
+
+
+def follow_stop(event: object) -> None:
+    """Makes this pool process stop grading when ``event`` is set (a ``multiprocessing.Event``).
+
+    The process ignores SIGINT and SIGTERM (a Ctrl-C reaches the whole process group:
+    the command decides), and a thread waits for the event to kill the zygotes this
+    process started itself (those the command started, the command kills), so that the
+    student being graded ends at once.
+    """
+    interrupts.follow(event)
+    interrupts.ignore_in_worker()
+
+    def kill_when_set() -> None:
+        event.wait()  # type: ignore[attr-defined]
+        kill_launched()
+
+    threading.Thread(target=kill_when_set, name="autograder-stop", daemon=True).start()
 
 
 # The grading state of this process, for the tasks of a pool or of a Dask worker.
