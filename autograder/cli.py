@@ -84,6 +84,12 @@ def _add_course_option(command: argparse.ArgumentParser) -> None:
         "--course", help="course folder (gradebook, submitted/, ...); default: the repository"
     )
     command.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another command is writing this course (or its gradebook), wait for it to "
+        "end instead of stopping at once",
+    )
+    command.add_argument(
         "--db-url",
         metavar="URL",
         help="the gradebook's database (nbgrader's db_url), for example "
@@ -520,15 +526,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     with interrupts.stopping_on_signals():
         try:
-            return _run(args)
+            return _run(args, lock=True)
         except interrupts.Interrupted as stop:
             _print_error(_interrupted_line(args, stop))
             return stop.exit_status
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, lock: bool = False) -> int:
+    """Runs the command; one that writes a course holds its lock (autograder.lock)."""
+    from autograder.lock import course_lock
+
     try:
-        return args.run(args)
+        if not lock:
+            return args.run(args)
+        with course_lock(_course(args), wait=args.wait):
+            return args.run(args)
     except AutograderError as error:
         _print_error(str(error))
         return 1
