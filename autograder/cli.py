@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder import interrupts
+from autograder.atomic import WRITE_ERRNOS
+from autograder.atomic import one_line as write_error_line
 from autograder.course import Course
 from autograder.errors import AutograderError
 from autograder.pipeline import import_judge_modules, worker_context
@@ -25,6 +27,8 @@ from autograder.submission import INTERRUPTED, MISSING, UNREADABLE, load_status
 
 if TYPE_CHECKING:
     from autograder.submission import Submission
+
+_log = logging.getLogger("autograder")
 
 
 def _print_error(message: str) -> None:
@@ -441,6 +445,11 @@ def parser() -> argparse.ArgumentParser:
         "`grade` runs build, collect, autograde, feedback, export and report in one go; "
         "each is also a command of its own. The Makefile's targets call these commands.",
     )
+    root.add_argument(
+        "--debug",
+        action="store_true",
+        help="log what the grader does, and the traceback of an error it reports in one line",
+    )
     commands = root.add_subparsers(dest="command", required=True)
 
     build_cmd = commands.add_parser("build", help="solutions/ -> build/source -> notebooks/")
@@ -521,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = command_line.parse_known_args(argv)
     if unknown and args.command != "lab":
         command_line.error(f"unrecognized arguments: {' '.join(unknown)}")
+    log.setLevel(logging.DEBUG if args.debug else logging.NOTSET)
     args.jupyter_args = unknown
     if args.command not in WRITING_COMMANDS:
         return _run(args)
@@ -542,7 +552,15 @@ def _run(args: argparse.Namespace, lock: bool = False) -> int:
         with course_lock(_course(args), wait=args.wait):
             return args.run(args)
     except AutograderError as error:
+        _log.debug("the command stopped", exc_info=True)  # shown with --debug
         _print_error(str(error))
+        return 1
+    except OSError as error:
+        if error.errno not in WRITE_ERRNOS:
+            raise
+        # A full disk or a folder without permission: one line; the traceback, with --debug.
+        _log.debug("the command stopped", exc_info=True)
+        _print_error(write_error_line(error))
         return 1
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autograder.atomic import replace_file
 from autograder.course import Course
 
 if TYPE_CHECKING:
@@ -147,6 +148,9 @@ def save_status(
 
     Returns:
         The written file.
+
+    Raises:
+        WriteError: If it cannot be written; the previous file is kept.
     """
     path = status_file(course, assignment)
     previous = json.loads(path.read_text()) if path.is_file() else {}
@@ -165,9 +169,8 @@ def save_status(
             for submission in sorted(submissions, key=lambda s: s.student_id)
         },
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    return path
+    # Whole or not at all: a reader (the next command) never finds half a file.
+    return replace_file(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def load_status(course: Course, assignment: str) -> tuple[list[Submission], dict[str, Any]]:

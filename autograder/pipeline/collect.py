@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.atomic import MACHINE_ERRNOS
 from autograder.course import Course
 from autograder.errors import SubmissionsNotFoundError
 from autograder.kernel.fs import remove_tree
@@ -206,6 +207,8 @@ def collect(
         try:
             results.append(_collect_one(entry, assignment, target, student))
         except (OSError, RecursionError, ValueError) as error:
+            if isinstance(error, OSError) and error.errno in MACHINE_ERRNOS:
+                raise  # a full disk is no student's fault: the command stops and says so
             # Whatever one entry holds, the rest of the class is collected.
             remove_tree(target)
             message = f"could not be collected: {type(error).__name__}: {error}"

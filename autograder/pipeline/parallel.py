@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 from autograder import interrupts
+from autograder.atomic import WriteError
 from autograder.course import Course
 from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
 from autograder.pipeline.progress import Progress
@@ -203,7 +204,13 @@ def grade_students(
     graded = current()
     if save is not None:
         with interrupts.deferring():
-            save(graded)
+            try:
+                save(graded)
+            except WriteError:
+                if stopped_by is None:
+                    raise
+                # What stopped the run was probably this very disk: that is raised.
+                _log.debug("the status file could not be saved", exc_info=True)
     if stopped_by is not None:
         raise stopped_by
     return graded

@@ -12,6 +12,7 @@ in ``autograder/fixtures/<assignment>/wrong_answers.py`` is reported by that nam
 from __future__ import annotations
 
 import ast
+import io
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import nbformat
 from nbgrader import utils
 
 from autograd_pitfalls.pitfalls import PITFALLS, named_in
+from autograder.atomic import replace_file
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, answer_id, exercise_name
 from autograder.errors import ReportError
@@ -157,10 +159,10 @@ def plot_pass_rates(exercises: list[ExerciseSummary], path: Path, title: str) ->
     axes.set_xlabel("students who passed (%)")
     axes.set_title(title)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100, metadata={"Software": None})
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100, metadata={"Software": None})
     plt.close(figure)
-    return path
+    return replace_file(path, image.getvalue())
 
 
 def _counts(
@@ -258,5 +260,6 @@ def write_report(course: Course, assignment: str, fixtures: Path = FIXTURES) -> 
     ]
     flags = submission_flags(course, assignment, [student.student_id for student in students])
     markdown = course.exports / f"{assignment}_report.md"
-    markdown.write_text(_markdown(assignment, exercises, statuses, grading, attention, plot, flags))
+    text = _markdown(assignment, exercises, statuses, grading, attention, plot, flags)
+    replace_file(markdown, text)
     return Report(markdown, plot, exercises, statuses)

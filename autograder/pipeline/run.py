@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder import interrupts
+from autograder.atomic import WriteError
 from autograder.course import Course
 from autograder.pipeline.collect import collect
 from autograder.pipeline.executors import LocalExecutor
@@ -292,11 +293,20 @@ def grade_class(
         stopped = error
         if not course.source_notebook(assignment).is_file():
             raise  # not built: there is nothing to export
-        mark_interrupted(course, assignment, stopped_why(error))
+        try:
+            mark_interrupted(course, assignment, stopped_why(error))
+        except WriteError as failed:  # the CSV then says "not graded" for them
+            _log.error("%s", failed)
     # Whatever stopped the batch, it ends with a CSV and a report; students not graded
     # say so. Nothing here is cut by a second signal (it is raised once, above).
     with interrupts.deferring():
-        rows, csv_path = export_class(course, assignment)
+        try:
+            rows, csv_path = export_class(course, assignment)
+        except WriteError as failed:
+            if stopped is None:
+                raise
+            _log.error("%s", failed)  # said, and what stopped the run is raised below
+            raise stopped from None
         report = _report(course, assignment, stopped)
     if stopped is not None:
         raise stopped
@@ -320,6 +330,8 @@ def _report(course: Course, assignment: str, stopped: BaseException | None) -> R
         return write_report(course, assignment)
     try:
         return write_report(course, assignment)
+    except WriteError as failed:
+        _log.error("%s", failed)
     except Exception:
         _log.exception("the class report could not be written")
-        return None
+    return None
