@@ -76,18 +76,22 @@ class Report:
 
 
 def _shape(source: str) -> str | None:
-    """The answer's syntax tree without docstrings: equal for the same code, however laid out."""
+    """The answer's syntax tree without docstrings: equal for the same code, however laid out.
+
+    None when it does not parse, or is nested too deeply to compare (it is then no known
+    wrong answer, which are all a few lines).
+    """
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            first = body[0] if isinstance(body, list) and body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        return ast.dump(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
-        value = first.value if isinstance(first, ast.Expr) else None
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
 
 
 def known_wrong_answers(assignment: str, fixtures: Path = FIXTURES) -> dict[str, dict[str, str]]:
