@@ -14,9 +14,9 @@ the command's main thread handles both signals itself (:func:`stopping_on_signal
 
 Only the first signal raises: a second Ctrl-C while the command records what it has
 (a few seconds) is noted and ignored, so the clean-up is never cut short either.
-The grading processes of a local pool ignore both signals (:func:`ignore_in_worker`):
-pressed in a terminal, Ctrl-C reaches the whole process group, and only the command
-decides what to keep.
+The grading processes of a local pool ignore SIGINT, and a local Dask cluster's workers
+both signals (:func:`ignore_in_worker`): pressed in a terminal, Ctrl-C reaches the whole
+process group, and only the command decides what to keep.
 """
 
 from __future__ import annotations
@@ -187,6 +187,6 @@ def stopping_on_signals() -> Iterator[None]:
 
 
 def ignore_in_worker() -> None:
-    """Makes a grading process ignore SIGINT and SIGTERM: the command that started it decides."""
+    """Makes a Dask worker ignore SIGINT and SIGTERM: the command that started it decides."""
     for signum in SIGNALS:
         signal.signal(signum, signal.SIG_IGN)

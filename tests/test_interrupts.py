@@ -102,6 +102,7 @@ def _rows(course: Path) -> dict[str, dict[str, str]]:
 CASES = {
     "ctrl-c-jobs-2": (signal.SIGINT, "group", ["--jobs", "2"]),
     "sigterm-jobs-1": (signal.SIGTERM, "command", ["--jobs", "1"]),
+    "sigterm-group-jobs-2": (signal.SIGTERM, "group", ["--jobs", "2"]),
     "ctrl-c-dask": (signal.SIGINT, "group", ["--executor", "dask", "--jobs", "2"]),
     "sigterm-dask": (signal.SIGTERM, "command", ["--executor", "dask", "--jobs", "2"]),
 }

@@ -391,6 +391,7 @@ class DaskExecutor:
         self._stopping = False
         self._lost_since: float | None = None
         self._checked_at = 0.0
+        self._workers = 0
         self.cluster = None
         self.scratch: str | None = None  # the local cluster's folder, removed by close
         self.address = scheduler or "a local cluster"
@@ -427,8 +428,11 @@ class DaskExecutor:
 
     @property
     def workers(self) -> int:
-        """How many workers the scheduler has now."""
-        return len(self.client.scheduler_info()["workers"])
+        """How many workers the scheduler has now (the last count, once it is lost)."""
+        if self.client.status == "running":
+            with contextlib.suppress(Exception):  # lost while asking: the last count stands
+                self._workers = len(self.client.scheduler_info(n_workers=-1)["workers"])
+        return self._workers
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How the workers isolated student code (each says, in its results)."""

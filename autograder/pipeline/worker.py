@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import signal
 import socket
 import tempfile
 import threading
@@ -176,19 +178,33 @@ def _not_started(student: StudentNotebook) -> GradedNotebook:
 def follow_stop(event: object) -> None:
     """Makes this pool process stop grading when ``event`` is set (a ``multiprocessing.Event``).
 
-    The process ignores SIGINT and SIGTERM (a Ctrl-C reaches the whole process group:
-    the command decides), and a thread waits for the event to kill the zygotes this
-    process started itself (those the command started, the command kills), so that the
-    student being graded ends at once.
+    The process ignores SIGINT (a Ctrl-C reaches the whole process group: the command
+    decides), and a thread waits for the event to kill the zygotes this process started
+    itself (those the command started, the command kills), so that the student being
+    graded ends at once. SIGTERM ends the process, as the pool expects when it stops a
+    broken pool's processes, once its zygotes are killed and its folders removed.
     """
     interrupts.follow(event)
-    interrupts.ignore_in_worker()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _end_on_sigterm)
 
     def kill_when_set() -> None:
         event.wait()  # type: ignore[attr-defined]
         kill_launched()
 
     threading.Thread(target=kill_when_set, name="autograder-stop", daemon=True).start()
+
+
+def _end_on_sigterm(signum: int, frame: object) -> None:
+    """Ends this grading process at once, leaving no zygote, kernel or folder behind."""
+    try:
+        kill_launched()
+        if _worker is not None:
+            _worker.close()  # its scratch courses, the feedback's gradebook, its folder
+    except BaseException:
+        _log.debug("closing the grading worker on SIGTERM failed", exc_info=True)
+    finally:
+        os._exit(128 + signum)
 
 
 # The grading state of this process, for the tasks of a pool or of a Dask worker.
