@@ -387,7 +387,11 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
         help="seconds per notebook",
     )
     command.add_argument(
-        "--memory-mb", type=int, default=defaults.memory_mb, help="memory per student kernel"
+        "--memory-mb",
+        type=int,
+        default=defaults.memory_mb,
+        help="memory a student may add: each process, and all its processes and shared "
+        "memory together",
     )
     command.add_argument(
         "--device",

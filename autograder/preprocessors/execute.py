@@ -157,6 +157,11 @@ class SandboxedExecute(Execute):
         )
         self._secret = bytes.fromhex(self.judge_secret) if self.judge_secret else b""
 
+    def _stopped_for(self) -> str:
+        """Why the zygote killed the kernel: its student's memory past the cap ("" if not)."""
+        provisioner = getattr(self.km, "provisioner", None)
+        return str(getattr(provisioner, "stopped_for", "") or "")
+
     def _seed(self, grade_id: str) -> int:
         return seed_for(self._secret, *self._seed_parts, grade_id)
 
@@ -199,7 +204,11 @@ class SandboxedExecute(Execute):
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             where = _where(cell, index)
-            self._stop(ERROR, f"the kernel died in {where} (os._exit, a crash or a kill)")
+            memory = self._stopped_for()
+            if memory:  # the zygote's watch killed every process of the student
+                self._stop(MEMORY, f"{memory}: stopped in {where}")
+            else:
+                self._stop(ERROR, f"the kernel died in {where} (os._exit, a crash or a kill)")
             cell.outputs.append(not_run(self._stopped))
             cell.source = source
             return cell, resources

@@ -86,6 +86,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
     slot: KernelSlot | None = None
     kernel_pid: int | None = None
     exit_code: int | None = None
+    stopped_for: str = ""  # why the zygote killed the kernel (memory past the cap), if it did
 
     @property
     def has_process(self) -> bool:
@@ -127,6 +128,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
             self.exit_code = self.zygote.poll(self.kernel_pid)
         except ZygoteError:
             self.exit_code = -signal.SIGKILL
+        self.stopped_for = self.zygote.stopped.get(self.kernel_pid, "")
         return self.exit_code
 
     async def wait(self) -> int | None:

@@ -190,6 +190,8 @@ class Zygote:
         self.process: subprocess.Popen[bytes] | None = None
         self.channel: socket.socket | None = None
         self.kernels = 0
+        # Why the zygote stopped a kernel, by pid: its student's memory past the cap.
+        self.stopped: dict[int, str] = {}
         self._ready = False
         self._dead = False
         self._asked: tuple[str, ...] = ()  # a preload request sent, its reply not read yet
@@ -430,8 +432,14 @@ class Zygote:
         return int(reply["pid"])
 
     def poll(self, pid: int) -> int | None:
-        """Returns the kernel's exit code, or None while it runs."""
-        return self.request(protocol.POLL, pid=pid)["status"]
+        """Returns the kernel's exit code, or None while it runs.
+
+        Why the zygote's memory watch stopped it, if it did, is kept in :attr:`stopped`.
+        """
+        reply = self.request(protocol.POLL, pid=pid)
+        if reply.get("stopped"):
+            self.stopped[pid] = str(reply["stopped"])
+        return reply["status"]
 
     def signal(self, pid: int, signum: int) -> None:
         """Sends ``signum`` to the kernel's process group."""
