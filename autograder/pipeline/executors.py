@@ -511,17 +511,19 @@ class DaskExecutor:
         finally:
             for future, _, _ in pending.values():
                 future.cancel()
-            if self._stopping and self.client.status == "running":
-                # The students the workers are grading end now, as on the local pool.
+            if self._stopping and self.cluster is not None and self.client.status == "running":
+                # The local cluster's students end now, as on the local pool. A remote
+                # worker may be grading for another run as well: it finishes its batch.
                 with contextlib.suppress(Exception):
                     self.client.run(kill_launched)
 
     def stop(self) -> None:
         """Stops waiting for the workers: no batch is sent any more, those sent are cancelled.
 
-        Safe in a signal handler (it only sets a flag the grading loop looks at). A local
-        cluster's workers stop with it in :meth:`close`; a remote worker finishes the
-        batch it holds, and its result is dropped.
+        Safe in a signal handler (it only sets a flag the grading loop looks at). The
+        grading loop then kills the zygotes of a local cluster's workers, so that their
+        students end at once; a remote worker finishes the batch it holds (it may be
+        grading for another run too), and its result is dropped.
         """
         self._stopping = True
 
