@@ -15,16 +15,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder import interrupts
+from autograder.atomic import WRITE_ERRNOS
+from autograder.atomic import one_line as write_error_line
 from autograder.course import Course
 from autograder.errors import AutograderError
 from autograder.pipeline import import_judge_modules, worker_context
 from autograder.pipeline.progress import Progress
 from autograder.sandbox.limits import DEVICES, Limits
 from autograder.sandbox.zygote import Zygote, close_zygotes, launch_zygotes
-from autograder.submission import OK, load_status
+from autograder.submission import INTERRUPTED, MISSING, UNREADABLE, load_status
 
 if TYPE_CHECKING:
     from autograder.submission import Submission
+
+_log = logging.getLogger("autograder")
 
 
 def _print_error(message: str) -> None:
@@ -173,6 +178,12 @@ def _add_course_option(command: argparse.ArgumentParser) -> None:
         "--course", help="course folder (gradebook, submitted/, ...); default: the repository"
     )
     command.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another command is writing this course (or its gradebook), wait for it to "
+        "end instead of stopping at once",
+    )
+    command.add_argument(
         "--db-url",
         metavar="URL",
         help="the gradebook's database (nbgrader's db_url), for example "
@@ -198,6 +209,7 @@ def _grading_options(args: argparse.Namespace) -> dict[str, object]:
         "limits": _limits(args),
         "sandbox": args.sandbox,
         "only": args.student,
+        "regrade": args.regrade,
     }
 
 
@@ -278,7 +290,9 @@ def _executor(args: argparse.Namespace):
         return None
     from autograder.pipeline.executors import DaskExecutor
 
-    return DaskExecutor(args.scheduler, workers=args.jobs, batch_size=args.batch_size)
+    return DaskExecutor(
+        args.scheduler, workers=args.jobs, batch_size=args.batch_size, lost_after=args.lost_after
+    )
 
 
 def _autograde(args: argparse.Namespace) -> int:
@@ -295,7 +309,9 @@ def _autograde(args: argparse.Namespace) -> int:
     executor = _executor(args)
     waiting = [
         sum(
-            s.status == OK and (not args.student or s.student_id in args.student)
+            s.status not in (MISSING, UNREADABLE)
+            and (args.regrade or not s.graded)
+            and (not args.student or s.student_id in args.student)
             for s in load_status(course, assignment)[0]
         )
         for assignment in assignments
@@ -393,7 +409,7 @@ def _grade(args: argparse.Namespace) -> int:
     course = _course(args)
     executor = _executor(args)
     folder = Path(args.submissions)
-    entries = [e for e in folder.iterdir() if not e.name.startswith(".")] if folder.is_dir() else []
+    entries = list(folder.iterdir()) if folder.is_dir() else []
     students = len(args.student) if args.student else len(entries)
     # Imports read from the release folder as it is: the build below may change them.
     zygotes = _launch(args, course, [args.assignment], students)
@@ -425,6 +441,8 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _add_grading_options(command: argparse.ArgumentParser) -> None:
+    from autograder.pipeline.executors import LOST_AFTER
+
     defaults = Limits()
     _add_course_option(command)
     command.add_argument(
@@ -463,7 +481,11 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
         help="seconds per notebook",
     )
     command.add_argument(
-        "--memory-mb", type=int, default=defaults.memory_mb, help="memory per student kernel"
+        "--memory-mb",
+        type=int,
+        default=defaults.memory_mb,
+        help="memory a student may add: each process, and all its processes and shared "
+        "memory together",
     )
     command.add_argument(
         "--device",
@@ -483,6 +505,21 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="grade this student only (repeat for more): a late submission joins the class "
         "graded earlier; the CSV and the report still cover everyone",
+    )
+    command.add_argument(
+        "--regrade",
+        action="store_true",
+        help="grade every student again; by default a run grades only what is missing "
+        "(students not graded yet, interrupted, whose notebook changed, or graded against "
+        "other tests), so the same command run again after Ctrl-C finishes the class",
+    )
+    command.add_argument(
+        "--lost-after",
+        type=float,
+        default=LOST_AFTER,
+        metavar="SECONDS",
+        help="with --executor dask: stop with an error when the scheduler, or every worker, "
+        f"has been gone this long (default {LOST_AFTER:g}); the students graded are kept",
     )
     command.add_argument(
         "--no-sandbox",
@@ -551,6 +588,11 @@ def parser() -> argparse.ArgumentParser:
         description="Build, check and grade the autograd-pitfalls course with nbgrader. "
         "`grade` runs build, collect, autograde, feedback, export and report in one go; "
         "each is also a command of its own. The Makefile's targets call these commands.",
+    )
+    root.add_argument(
+        "--debug",
+        action="store_true",
+        help="log what the grader does, and the traceback of an error it reports in one line",
     )
     commands = root.add_subparsers(dest="command", required=True)
 
@@ -679,9 +721,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = command_line.parse_known_args(argv)
     if unknown and args.command != "lab":
         command_line.error(f"unrecognized arguments: {' '.join(unknown)}")
+    log.setLevel(logging.DEBUG if args.debug else logging.NOTSET)
     args.jupyter_args = unknown
+    if args.command not in WRITING_COMMANDS:
+        return _run(args)
+    with interrupts.stopping_on_signals():
+        try:
+            return _run(args, lock=True)
+        except interrupts.Interrupted as stop:
+            _print_error(_interrupted_line(args, stop))
+            return stop.exit_status
+
+
+def _run(args: argparse.Namespace, lock: bool = False) -> int:
+    """Runs the command; one that writes a course holds its lock (autograder.lock)."""
+    from autograder.lock import course_lock
+
     try:
-        return args.run(args)
+        if not lock:
+            return args.run(args)
+        with course_lock(_course(args), wait=args.wait):
+            return args.run(args)
     except AutograderError as error:
+        _log.debug("the command stopped", exc_info=True)  # shown with --debug
         _print_error(str(error))
         return 1
+    except OSError as error:
+        if error.errno not in WRITE_ERRNOS:
+            raise
+        # A full disk or a folder without permission: one line; the traceback, with --debug.
+        _log.debug("the command stopped", exc_info=True)
+        _print_error(write_error_line(error))
+        return 1
+
+
+# The commands that write a course: Ctrl-C and SIGTERM stop them cleanly (autograder.interrupts).
+WRITING_COMMANDS = ("collect", "autograde", "feedback", "export", "report", "grade")
+
+
+def _interrupted_line(args: argparse.Namespace, stop: interrupts.Interrupted) -> str:
+    """One line: the command was stopped, how many students are graded, how to go on."""
+    line = f"interrupted by {stop.name}"
+    if args.command not in ("autograde", "grade"):
+        return line + ": run the command again to finish"
+    course = _course(args)
+    graded = left = 0
+    named = args.assignment if args.command == "autograde" else [args.assignment]
+    for assignment in dict.fromkeys(named):
+        students, _ = load_status(course, assignment)
+        graded += sum(student.graded for student in students)
+        left += sum(student.status == INTERRUPTED for student in students)
+    return (
+        f"{line}: {graded} student{'' if graded == 1 else 's'} graded and recorded, {left} "
+        "not; run the same command again to grade only those (--regrade grades everyone "
+        "again)"
+    )

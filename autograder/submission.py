@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autograder.atomic import replace_file
 from autograder.course import Course
 
 if TYPE_CHECKING:
@@ -25,10 +26,11 @@ TIMEOUT = "timeout"
 MEMORY = "memory"
 TAMPERED = "tampered"
 ERROR = "error"
+INTERRUPTED = "interrupted"
 UNREADABLE = "unreadable"
 MISSING = "missing"
 # Every status, most serious first: the one a student gets when several apply.
-STATUSES = (TAMPERED, TIMEOUT, MEMORY, ERROR, UNREADABLE, MISSING, OK)
+STATUSES = (TAMPERED, TIMEOUT, MEMORY, ERROR, INTERRUPTED, UNREADABLE, MISSING, OK)
 KEY = "autograder"
 NOTES = "notes"
 
@@ -40,16 +42,35 @@ class Submission:
     Attributes:
         student_id: The student, from the entry's name.
         status: ``ok``, ``missing`` or ``unreadable`` after collecting; grading may change
-            ``ok`` into ``timeout``, ``memory``, ``tampered`` or ``error``.
+            ``ok`` into ``timeout``, ``memory``, ``tampered`` or ``error``, and a run
+            stopped before the student was done into ``interrupted``.
         message: What was wrong, or what was done (for example a renamed file).
         graded: Whether autograde recorded grades for it (possibly partial: a kernel that
             died or ran out of time still leaves the grades of the tests before).
+        note: What collecting said of the entry (a renamed file, say), kept apart from
+            what grading says, so that grading the student again starts from it.
+        digest: The SHA-256 of the notebook that was graded ("" before grading).
+        reference: The fingerprint of the tests and limits it was graded with
+            (:func:`~autograder.pipeline.parallel.grading_fingerprint`): a run that finds
+            the same notebook graded with the same ones leaves it be.
     """
 
     student_id: str
     status: str
     message: str = ""
     graded: bool = False
+    note: str = ""
+    digest: str = ""
+    reference: str = ""
+
+    def graded_as_it_is(self, digest: str, reference: str) -> bool:
+        """Whether this notebook (``digest``) was graded with these tests and limits already.
+
+        Args:
+            digest: The SHA-256 of the student's collected notebook now.
+            reference: The fingerprint of the tests and limits now.
+        """
+        return self.graded and self.digest == digest and self.reference == reference
 
 
 def hide_paths(text: str, course: Course | None = None) -> str:
@@ -140,6 +161,9 @@ def save_status(
 
     Returns:
         The written file.
+
+    Raises:
+        WriteError: If it cannot be written; the previous file is kept.
     """
     path = status_file(course, assignment)
     previous = json.loads(path.read_text()) if path.is_file() else {}
@@ -151,13 +175,15 @@ def save_status(
                 "status": submission.status,
                 "message": submission.message,
                 "graded": submission.graded,
+                "note": submission.note,
+                "digest": submission.digest,
+                "reference": submission.reference,
             }
             for submission in sorted(submissions, key=lambda s: s.student_id)
         },
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    return path
+    # Whole or not at all: a reader (the next command) never finds half a file.
+    return replace_file(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def load_status(course: Course, assignment: str) -> tuple[list[Submission], dict[str, Any]]:
@@ -175,7 +201,13 @@ def load_status(course: Course, assignment: str) -> tuple[list[Submission], dict
         data = json.loads(path.read_text())
         submissions = [
             Submission(
-                student, entry["status"], entry.get("message", ""), entry.get("graded", False)
+                student,
+                entry["status"],
+                entry.get("message", ""),
+                entry.get("graded", False),
+                entry.get("note", ""),
+                entry.get("digest", ""),
+                entry.get("reference", ""),
             )
             for student, entry in sorted(data.get("students", {}).items())
         ]

@@ -33,6 +33,7 @@ import contextlib
 import ctypes
 import importlib
 import os
+import select
 import shutil
 import signal
 import sys
@@ -46,6 +47,7 @@ import psutil
 
 from autograder.kernel import keyring, protocol
 from autograder.kernel.fs import chown_tree, remove_tree
+from autograder.kernel.watch import MemoryWatch, remove_ipc_objects_of
 
 # Imported once in the zygote; every kernel starts with them loaded. torch._dynamo is
 # what the first torch.optim optimiser imports (about 1.5 s); torch.distributed.tensor is
@@ -63,6 +65,8 @@ PRELOAD = (
     "sqlite3",
     "autograder.kernel.guard",
 )
+# How often the zygote measures the memory of the student it serves (autograder.kernel.watch).
+WATCH_SECONDS = 0.2
 # The backend ipykernel sets for a kernel's matplotlib (ipykernel/kernelapp.py).
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 _PR_SET_PDEATHSIG = 1
@@ -105,7 +109,9 @@ def _set_limits(limits: dict[str, int], own_uid: bool) -> None:
     # A backstop for the wall-clock limit the grader enforces; CPU time, all threads.
     cap(resource.RLIMIT_CPU, 2 * limits["notebook_timeout"] + 60)
     if own_uid:
-        cap(resource.RLIMIT_NPROC, limits["processes"])
+        # Threads count too: room for torch's pool of threads on a machine with many cores.
+        threads = int(limits.get("torch_threads", 0))
+        cap(resource.RLIMIT_NPROC, max(limits["processes"], 2 * threads + 32))
 
 
 def keep_priority_in_new_session() -> None:
@@ -198,6 +204,8 @@ class _Server:
     def __init__(self, own_pid_namespace: bool) -> None:
         self.own_pid_namespace = own_pid_namespace
         self.exit_codes: dict[int, int] = {}
+        # The memory of each live kernel's student, all processes together.
+        self.watches: dict[int, tuple[MemoryWatch, int | None]] = {}
 
     def spawn(self, request: dict, channel_fds: tuple[int, ...]) -> dict:
         # In the sandbox the working folder lies in a tmpfs only this side sees.
@@ -214,7 +222,29 @@ class _Server:
         # The kernel's pid may be one an earlier child had (pids wrap at pid_max, 32768
         # on many hosts): that child's exit code is not this kernel's.
         self.exit_codes.pop(pid, None)
+        memory_mb = request.get("limits", {}).get("memory_mb")
+        if memory_mb:
+            # In bubblewrap the IPC namespace is this zygote's: its objects are the student's.
+            watch = MemoryWatch(int(memory_mb) * 2**20, self.own_pid_namespace, uid)
+            watch.over([pid])  # what the kernel holds as it starts: a fork of this process
+            self.watches[pid] = (watch, uid)
         return {"pid": pid}
+
+    def watch(self) -> None:
+        """Measures each live student's memory; kills the processes of one past the cap."""
+        for pid, (watch, uid) in list(self.watches.items()):
+            if watch.stopped or self.poll(pid) is not None:
+                continue
+            reason = watch.over([pid, *(other for other in self._others(uid) if other != pid)])
+            if reason:
+                watch.stopped = reason
+                print(f"zygote: {reason}: stopped", file=sys.stderr)
+                self._kill_student(uid, deadline=time.monotonic() + 10)
+
+    def stopped(self, pid: int) -> str:
+        """Why the watch killed the kernel ``pid`` ("" when it did not)."""
+        watched = self.watches.get(pid)
+        return watched[0].stopped if watched else ""
 
     def poll(self, pid: int) -> int | None:
         if pid in self.exit_codes:
@@ -281,9 +311,8 @@ class _Server:
                 os._exit(0)
         os.waitpid(pid, 0)
 
-    def reap(self, folder: str, uid: int | None, work: str | None = None) -> dict:
-        """Kills everything the student left running and removes their folders."""
-        deadline = time.monotonic() + 10
+    def _kill_student(self, uid: int | None, deadline: float) -> tuple[int, list[int]]:
+        """Kills every process the student has, until none is left or ``deadline``."""
         killed = 0
         while True:
             if self.own_pid_namespace:
@@ -299,11 +328,21 @@ class _Server:
             self._reap_children()
             left = self._others(uid)
             if not left or time.monotonic() > deadline:
-                break
+                return killed, left
             time.sleep(0.01)
+
+    def reap(self, folder: str, uid: int | None, work: str | None = None) -> dict:
+        """Kills everything the student left running and removes their folders."""
+        killed, left = self._kill_student(uid, deadline=time.monotonic() + 10)
         if uid is not None and os.geteuid() == 0:
             # Once nothing of the uid runs: no process of it can add a key after this.
             self._kill_as(uid)
+        self.watches.clear()  # one student at a time: theirs is over
+        # Shared memory, message queues and semaphores outlive their processes: the
+        # namespace is this zygote's in the sandbox (all of it is the student's);
+        # outside, only the student's uid's objects are known to be theirs.
+        if self.own_pid_namespace or uid is not None:
+            remove_ipc_objects_of(None if self.own_pid_namespace else uid)
         remove_tree(folder)
         if work is not None:
             remove_tree(work)
@@ -343,6 +382,27 @@ def _empty_scratch_dirs(keep: Path) -> None:
     for scratch in (Path("/tmp"), Path("/dev/shm")):
         if scratch.is_dir():
             empty(scratch)
+
+
+class _Lines:
+    """The grader's requests, one line at a time, waiting for the next at most ``timeout``."""
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+        self.buffer = b""
+
+    def next(self, timeout: float | None) -> str | None:
+        """Returns the next line; None when ``timeout`` passed first, "" at the end."""
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.descriptor], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(self.descriptor, 1 << 16)
+            if not chunk:
+                return ""
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode("utf-8") + "\n"
 
 
 def preload_modules(names: tuple[str, ...]) -> dict[str, object]:
@@ -408,14 +468,28 @@ def serve(own_pid_namespace: bool, preload: tuple[str, ...] = PRELOAD) -> None:
         replies.flush()
 
     reply(ok=True, pid=os.getpid(), preloaded=loaded)
-    for line in requests:
+    lines = _Lines(requests.fileno())
+    next_watch = time.monotonic()
+    while True:
+        # While a kernel runs, its student's memory is measured every WATCH_SECONDS,
+        # between requests, however often they come.
+        if server.watches and time.monotonic() >= next_watch:
+            server.watch()
+            next_watch = time.monotonic() + WATCH_SECONDS
+        timeout = max(0.0, next_watch - time.monotonic()) if server.watches else None
+        line = lines.next(timeout=timeout)
+        if line is None:
+            continue  # time to measure
+        if not line:
+            break  # the grader closed its end
         try:
             request = protocol.decode(line)
             op = request.pop("op")
             if op == protocol.SPAWN:
                 reply(ok=True, **server.spawn(request, channel))
             elif op == protocol.POLL:
-                reply(ok=True, status=server.poll(request["pid"]))
+                pid = request["pid"]
+                reply(ok=True, status=server.poll(pid), stopped=server.stopped(pid))
             elif op == protocol.SIGNAL:
                 server.signal(request["pid"], request["signum"])
                 reply(ok=True)

@@ -38,6 +38,7 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config import Config
 
+from autograder import interrupts
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
 from autograder.pipeline.reference import AssignmentReference, scratch_course
@@ -163,10 +164,6 @@ class GradedNotebook:
     feedback_problem: str = ""
 
 
-def _last_lines(text: str, count: int = 5) -> str:
-    return "\n".join(text.strip().splitlines()[-count:])
-
-
 class Grader:
     """Grades students of one assignment one at a time, in this process, in a scratch course.
 
@@ -256,7 +253,10 @@ class Grader:
         try:
             graded = self.steps.run(student.notebook, resources)
         except Exception as error:  # the student gets the cause; the log, the traceback
-            _log.exception("autograde of %s failed", submission.student_id)
+            if interrupts.stopping():  # its kernel was killed: the run will say so
+                _log.debug("autograde of %s stopped", submission.student_id, exc_info=True)
+            else:
+                _log.exception("autograde of %s failed", submission.student_id)
             cause = one_line(f"autograde failed: {type(error).__name__}: {error}", self.course)
             failed = dataclasses.replace(submission, status=ERROR, message=cause)
             return GradedNotebook(failed, None, self.sandbox.describe())
@@ -291,18 +291,9 @@ class Grader:
             problem = self._recorder.save_grades(student_id, content)
             if problem:
                 return None, "feedback failed: " + problem
-            result = self._recorder.api.generate_feedback(self.assignment, student_id, force=True)
-            if not result["success"]:
-                problem = _last_lines(result.get("error") or result["log"])
-                return None, "feedback failed: " + problem
-            folder = self.course.feedback / student_id / self.assignment
-            files, total = {}, 0
-            for path in sorted(folder.rglob("*")):
-                if path.is_file() and not path.is_symlink():
-                    total += path.stat().st_size
-                    if total > MAX_FEEDBACK_BYTES:
-                        return None, ""  # too large to send: the recording process renders it
-                    files[str(path.relative_to(folder))] = path.read_bytes()
+            files, problem = self._recorder.render_feedback(student_id)
+            if files is None or sum(map(len, files.values())) > MAX_FEEDBACK_BYTES:
+                return None, problem  # too large to send: the recording process renders it
             return files, ""
         finally:
             # The scratch course keeps no student: each is graded once and sent back.

@@ -16,8 +16,11 @@ records each result (:mod:`autograder.pipeline.record`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
+import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor, as_completed
@@ -25,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.sharedctypes import Synchronized
 
 from autograder.errors import AutograderError
+from autograder.kernel.fs import remove_tree
 from autograder.pipeline import worker_context
 from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
 from autograder.pipeline.reference import AssignmentReference
@@ -32,12 +36,20 @@ from autograder.pipeline.worker import (
     GradingWorker,
     WorkerSettings,
     current_worker,
+    follow_stop,
     grade_batch,
     hold,
     install,
 )
 from autograder.sandbox.bwrap import Sandbox
-from autograder.sandbox.zygote import Handoff, Zygote, ZygoteError, close_zygotes, launch_zygotes
+from autograder.sandbox.zygote import (
+    Handoff,
+    Zygote,
+    ZygoteError,
+    close_zygotes,
+    kill_launched,
+    launch_zygotes,
+)
 from autograder.submission import ERROR
 
 EXECUTORS = ("local", "dask")
@@ -47,9 +59,15 @@ EXECUTORS = ("local", "dask")
 # batches keep every worker busy to the end of a class, show progress often, and cost
 # little when a worker dies (its batch is graded again). See docs/cluster.md.
 BATCH_SIZE = 2
+# What the local cluster's workers load first: they leave Ctrl-C to the command.
+DASK_PRELOAD = "autograder.pipeline.dask_preload"
 RESUBMISSIONS = 3  # tries of a batch whose result the scheduler lost
 CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
 WORKERS_TIMEOUT = 60  # seconds to wait for a first worker to join the scheduler
+# Seconds without a scheduler, or with no worker, before a run stops (--lost-after).
+LOST_AFTER = 60
+POLL_SECONDS = 0.2  # how often the grading loop looks for results and for a stop
+CHECK_SECONDS = 1.0  # how often it asks the scheduler whether it still has workers
 
 
 def batches(students: Sequence[StudentNotebook], size: int) -> list[list[StudentNotebook]]:
@@ -72,13 +90,19 @@ _settings: WorkerSettings | None = None
 
 
 def _start_kept_worker(
-    settings: WorkerSettings, sandbox: Sandbox, counter: Synchronized, handoffs: list[Handoff]
+    settings: WorkerSettings,
+    sandbox: Sandbox,
+    counter: Synchronized,
+    handoffs: list[Handoff],
+    stop: object,
 ) -> None:
     """Makes this pool process a grading worker, with the zygote handed off for its turn to start.
 
     A kept pool's workers stop here: each task names its own assignment. A one-run pool's
-    (:func:`_start_local_worker`) also learn the run's assignment.
+    (:func:`_start_local_worker`) also learn the run's assignment. ``stop`` is the
+    command's event for stopping (see :func:`autograder.pipeline.worker.follow_stop`).
     """
+    follow_stop(stop)
     with counter.get_lock():
         counter.value += 1
         number = counter.value
@@ -97,9 +121,10 @@ def _start_local_worker(
     reference: AssignmentReference,
     counter: Synchronized,
     handoffs: list[Handoff],
+    stop: object,
 ) -> None:
     global _reference, _settings
-    _start_kept_worker(settings, sandbox, counter, handoffs)
+    _start_kept_worker(settings, sandbox, counter, handoffs, stop)
     _reference, _settings = reference, settings
     current_worker(settings).grader_for(reference)  # waits for the zygote
 
@@ -156,6 +181,24 @@ class LocalExecutor:
         self.workers = self.jobs
         self.keep = keep
         self._kept: _KeptWorkers | None = None
+        self._stop = None  # the pool processes' stop event, made with the first pool
+
+    def stop_event(self) -> object:
+        """The event that tells this executor's pool processes to stop (made on first use)."""
+        if self._stop is None:
+            self._stop = worker_context().Event()
+        return self._stop
+
+    def stop(self) -> None:
+        """Ends the students being graded now, and starts no other; safe in a signal handler.
+
+        Kills the zygotes this process started (their kernels die with them), and tells
+        the pool processes to start nobody else and kill their own zygotes (see
+        :func:`autograder.pipeline.worker.follow_stop`).
+        """
+        if self._stop is not None:
+            self._stop.set()
+        kill_launched()
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How student code was isolated, for the status file."""
@@ -204,15 +247,21 @@ class LocalExecutor:
             handoffs = [kernels.handoff() for kernels in zygotes[:workers]]
             context = worker_context()
             counter = context.Value("i", 0)
-            with ProcessPoolExecutor(
+            stop = self.stop_event()
+            pool = ProcessPoolExecutor(
                 max_workers=workers,
                 mp_context=context,
                 initializer=_start_local_worker,
-                initargs=(settings, self.sandbox, reference, counter, handoffs),
-            ) as pool:
+                initargs=(settings, self.sandbox, reference, counter, handoffs, stop),
+            )
+            try:
                 yield from _each_as_done(
                     lambda student: pool.submit(_grade_local, [student]), students
                 )
+            finally:
+                # Left early (stopped, or a result could not be recorded): the students
+                # not sent yet are dropped rather than graded for nobody.
+                pool.shutdown(wait=True, cancel_futures=True)
         finally:
             close_zygotes(zygotes)
 
@@ -227,7 +276,7 @@ class LocalExecutor:
             zygotes = self.zygotes
             if zygotes is None:
                 zygotes = launch_zygotes(self.sandbox, settings.limits, self.jobs)
-            self._kept = _KeptWorkers(self.jobs, zygotes, self.sandbox, settings)
+            self._kept = _KeptWorkers(self.jobs, zygotes, self.sandbox, settings, self.stop_event())
         return self._kept
 
     def close(self) -> None:
@@ -241,7 +290,12 @@ class _KeptWorkers:
     """The processes (or, with one job, the worker in this process) a kept executor reuses."""
 
     def __init__(
-        self, jobs: int, zygotes: list[Zygote], sandbox: Sandbox, settings: WorkerSettings
+        self,
+        jobs: int,
+        zygotes: list[Zygote],
+        sandbox: Sandbox,
+        settings: WorkerSettings,
+        stop: object,
     ) -> None:
         self.zygotes = zygotes
         self.settings = settings
@@ -255,7 +309,13 @@ class _KeptWorkers:
             max_workers=jobs,
             mp_context=context,
             initializer=_start_kept_worker,
-            initargs=(settings, sandbox, context.Value("i", 0), [z.handoff() for z in zygotes]),
+            initargs=(
+                settings,
+                sandbox,
+                context.Value("i", 0),
+                [z.handoff() for z in zygotes],
+                stop,
+            ),
         )
 
     def grade(
@@ -276,9 +336,17 @@ class _KeptWorkers:
             return
         pool = self.pool
         assert pool is not None
-        yield from _each_as_done(
-            lambda student: pool.submit(grade_batch, reference, [student], settings), students
-        )
+        futures: list[Future] = []
+
+        def submit(student: StudentNotebook) -> Future:
+            futures.append(pool.submit(grade_batch, reference, [student], settings))
+            return futures[-1]
+
+        try:
+            yield from _each_as_done(submit, students)
+        finally:
+            for future in futures:
+                future.cancel()  # left early: the students not started stay so
 
     def close(self) -> None:
         if self.worker is not None:
@@ -299,6 +367,8 @@ class DaskExecutor:
             cluster started now and stopped by :meth:`close`.
         workers: Processes of the local cluster (ignored with a scheduler).
         batch_size: Students per task (:data:`BATCH_SIZE` when None).
+        lost_after: Seconds without a scheduler that answers, or without a worker,
+            after which a run stops with an error (the students recorded are kept).
 
     Raises:
         AutograderError: If the scheduler cannot be reached, or has no worker.
@@ -307,12 +377,23 @@ class DaskExecutor:
     name = "dask"
 
     def __init__(
-        self, scheduler: str | None = None, workers: int = 2, batch_size: int | None = None
+        self,
+        scheduler: str | None = None,
+        workers: int = 2,
+        batch_size: int | None = None,
+        lost_after: float = LOST_AFTER,
     ) -> None:
+        import dask
         from distributed import Client, LocalCluster
 
         self.batch_size = max(1, batch_size or BATCH_SIZE)
+        self.lost_after = lost_after
+        self._stopping = False
+        self._lost_since: float | None = None
+        self._checked_at = 0.0
+        self._workers = 0
         self.cluster = None
+        self.scratch: str | None = None  # the local cluster's folder, removed by close
         self.address = scheduler or "a local cluster"
         if scheduler:
             try:
@@ -324,13 +405,18 @@ class DaskExecutor:
                 ) from error
         else:
             # One thread per worker: each grades one notebook at a time, with its zygote.
-            self.cluster = LocalCluster(
-                n_workers=max(1, workers),
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            )
+            # Its files (Dask's scratch space) go to a folder of the run's, removed at close.
+            self.scratch = tempfile.mkdtemp(prefix="autograder-dask-")
+            with dask.config.set({"temporary-directory": self.scratch}):  # the scheduler's too
+                self.cluster = LocalCluster(
+                    n_workers=max(1, workers),
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    local_directory=self.scratch,
+                    preload=[DASK_PRELOAD],
+                )
             self.client = Client(self.cluster)
         try:
             self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT)
@@ -342,8 +428,11 @@ class DaskExecutor:
 
     @property
     def workers(self) -> int:
-        """How many workers the scheduler has now."""
-        return len(self.client.scheduler_info()["workers"])
+        """How many workers the scheduler has now (the last count, once it is lost)."""
+        if self.client.status == "running":
+            with contextlib.suppress(Exception):  # lost while asking: the last count stands
+                self._workers = len(self.client.scheduler_info(n_workers=-1)["workers"])
+        return self._workers
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How the workers isolated student code (each says, in its results)."""
@@ -391,25 +480,86 @@ class DaskExecutor:
             return future
 
         futures = dask_completed([submit(batch, 0) for batch in batches(students, self.batch_size)])
+        lost: list[tuple[list[StudentNotebook], int]] = []  # to send again once reconnected
+        self._lost_since = None
         try:
-            for future in futures:
-                _, batch, attempt = pending.pop(future.key)
-                try:
-                    yield future.result()
-                except AutograderError:
-                    raise  # the worker's machine cannot grade: the run stops and says why
-                except CancelledError as error:
-                    # The client lost the scheduler for a while (it reconnects by itself):
-                    # the batch's result is gone, not wrong; ask again.
-                    if attempt + 1 >= RESUBMISSIONS:
+            while (not futures.is_empty() or lost) and not self._stopping:
+                if lost and self.client.status == "running":
+                    for batch, attempt in lost:
+                        futures.add(submit(batch, attempt))
+                    lost.clear()
+                if not futures.has_ready():
+                    # In short steps: a stop is seen at once, and a lost scheduler soon.
+                    self._check_connection()
+                    time.sleep(POLL_SECONDS)
+                    continue
+                for future in futures.next_batch(block=False):
+                    _, batch, attempt = pending.pop(future.key)
+                    try:
+                        yield future.result()
+                    except AutograderError:
+                        raise  # the worker's machine cannot grade: the run stops and says why
+                    except CancelledError as error:
+                        # The client lost the scheduler for a while (it reconnects by
+                        # itself): the batch's result is gone, not wrong; ask again.
+                        if attempt + 1 >= RESUBMISSIONS:
+                            yield _failed(batch, error)
+                        else:
+                            lost.append((batch, attempt + 1))
+                    except Exception as error:  # this batch only (its workers died too often)
                         yield _failed(batch, error)
-                    else:
-                        futures.add(submit(batch, attempt + 1))
-                except Exception as error:  # this batch only (its workers died too often)
-                    yield _failed(batch, error)
         finally:
             for future, _, _ in pending.values():
                 future.cancel()
+            if self._stopping and self.cluster is not None and self.client.status == "running":
+                # The local cluster's students end now, as on the local pool. A remote
+                # worker may be grading for another run as well: it finishes its batch.
+                with contextlib.suppress(Exception):
+                    self.client.run(kill_launched)
+
+    def stop(self) -> None:
+        """Stops waiting for the workers: no batch is sent any more, those sent are cancelled.
+
+        Safe in a signal handler (it only sets a flag the grading loop looks at). The
+        grading loop then kills the zygotes of a local cluster's workers, so that their
+        students end at once; a remote worker finishes the batch it holds (it may be
+        grading for another run too), and its result is dropped.
+        """
+        self._stopping = True
+
+    def _check_connection(self) -> None:
+        """Raises once the scheduler, or every worker, has been gone for ``lost_after`` seconds.
+
+        Raises:
+            AutograderError: Saying what was lost and for how long.
+        """
+        now = time.monotonic()
+        if now - self._checked_at < CHECK_SECONDS:
+            return
+        self._checked_at = now
+        lost = self._lost_now()
+        if not lost:
+            self._lost_since = None
+            return
+        if self._lost_since is None:
+            self._lost_since = now
+        elif now - self._lost_since >= self.lost_after:
+            raise AutograderError(
+                f"{lost} for {self.lost_after:g} s (--lost-after): grading stopped; the "
+                "students graded so far are recorded"
+            )
+
+    def _lost_now(self) -> str:
+        """What is missing now: "" while the scheduler answers and has a worker."""
+        if self.client.status != "running":
+            return f"lost the Dask scheduler at {self.address}"
+        try:
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        except Exception:  # the connection broke while asking
+            return f"lost the Dask scheduler at {self.address}"
+        if not workers:
+            return f"the Dask scheduler at {self.address} has had no worker"
+        return ""
 
     def close(self) -> None:
         """Disconnects, and stops the local cluster if this executor started it."""
@@ -417,3 +567,6 @@ class DaskExecutor:
         if self.cluster is not None:
             self.cluster.close()
             self.cluster = None
+        if self.scratch is not None:
+            remove_tree(self.scratch)
+            self.scratch = None

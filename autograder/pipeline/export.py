@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import nbformat
 from nbgrader import utils
 from nbgrader.api import MissingEntry
 
+from autograder.atomic import replace_file
 from autograder.course import Course, exercise_name
 from autograder.pipeline.review import Flag, course_sources, notebook_flags
 from autograder.submission import ERROR, MISSING, OK, UNREADABLE, Submission, one_line
@@ -113,11 +115,14 @@ def csv_cell(value: object) -> object:
 
 
 def write_csv(rows: list[dict], path: Path) -> Path:
-    """Writes ``rows`` (from :func:`grade_rows`) to ``path`` as CSV and returns the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["student_id"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({key: csv_cell(value) for key, value in row.items()})
-    return path
+    """Writes ``rows`` (from :func:`grade_rows`) to ``path`` as CSV and returns the path.
+
+    Raises:
+        WriteError: If it cannot be written (a full disk, say); the previous CSV is kept.
+    """
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]) if rows else ["student_id"])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: csv_cell(value) for key, value in row.items()})
+    return replace_file(path, text.getvalue())

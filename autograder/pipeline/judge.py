@@ -212,24 +212,42 @@ class Judges:
             stopped_by: The name of the error the cell raised before its hidden tests
                 ("" when it raised none): what a check that received nothing says.
         """
-        from autograd_pitfalls import probe
-
         failures = []
-        for check in self.checks(grade_id, source):
-            received = sent.get(check.name, [])
-            if not received:
-                failures.append(f"{check.name}: {_not_observed(stopped_by)}")
-                continue
-            if len(received) > 1:
-                failures.append(f"{check.name}: observations sent {len(received)} times")
-                continue
-            try:
-                probe.judge_observations(check, received[0], seed)
-            except probe.HiddenCheckError as error:
-                failures.append(str(error))
+        with warnings.catch_warnings():  # what torch says of odd observations: not here
+            warnings.simplefilter("ignore")
+            for check in self.checks(grade_id, source):
+                failure = self._judge_one(check, sent.get(check.name, []), seed, stopped_by)
+                if failure:
+                    failures.append(failure)
         unknown = sorted(set(sent) - {check.name for check in self.checks(grade_id, source)})
         failures += [f"observations of an unknown check {name!r}" for name in unknown[:3]]
         return Verdict(tuple(failures))
+
+    @staticmethod
+    def _judge_one(
+        check: probe.HiddenCheck, received: list[Any], seed: int, stopped_by: str = ""
+    ) -> str:
+        """Judges one check's observations; returns why it fails ("" when it passes).
+
+        Whatever arrived (malformed, oversized, of another check), this check fails with a
+        message and the cell's other checks are judged as usual.
+        """
+        from autograd_pitfalls import probe
+
+        if not received:
+            return f"{check.name}: {_not_observed(stopped_by)}"
+        if len(received) > 1:
+            return f"{check.name}: observations sent {len(received)} times"
+        try:
+            probe.judge_observations(check, received[0], seed)
+        except probe.HiddenCheckError as error:
+            return str(error)
+        except Exception as error:
+            return (
+                f"{check.name}: the observations could not be judged "
+                f"({type(error).__name__}: {str(error)[:200]})"
+            )
+        return ""
 
 
 def _not_observed(stopped_by: str) -> str:

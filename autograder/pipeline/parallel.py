@@ -11,10 +11,15 @@ whatever the number of workers, which ``tests/test_pipeline.py`` checks.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
-from collections.abc import Collection, Sequence
+import signal
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
+from autograder import interrupts
+from autograder.atomic import WriteError
 from autograder.course import Course
 from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
 from autograder.pipeline.progress import Progress
@@ -22,7 +27,7 @@ from autograder.pipeline.record import Recorder, student_notebook
 from autograder.pipeline.reference import AssignmentReference, read_reference
 from autograder.pipeline.worker import WorkerSettings
 from autograder.sandbox.limits import Limits
-from autograder.submission import ERROR, OK, Submission
+from autograder.submission import ERROR, INTERRUPTED, MISSING, OK, UNREADABLE, Submission
 
 AUTOGRADE, FEEDBACK = "autograde", "feedback"
 _log = logging.getLogger(__name__)
@@ -51,20 +56,31 @@ class Executor(Protocol):
     def sandbox_enabled(self, requested: bool) -> bool:
         """Whether student code ran in the sandbox, given whether it was asked for."""
 
+    def stop(self) -> None:
+        """Ends the students being graded as fast as it can, and starts no other.
+
+        Called from a signal handler (:func:`autograder.interrupts.on_stop`): it must
+        not block or raise.
+        """
+
     def close(self) -> None:
         """Stops what it started."""
 
 
-def _selected(
-    submissions: list[Submission], steps: Sequence[str], only: Collection[str] | None
-) -> list[Submission]:
-    if AUTOGRADE in steps:
-        todo = [submission for submission in submissions if submission.status == OK]
-    else:
-        todo = [submission for submission in submissions if submission.graded]
-    if only is not None:
-        todo = [submission for submission in todo if submission.student_id in only]
-    return todo
+def _interrupted(submission: Submission, why: str) -> Submission:
+    """``submission`` as a student the run did not finish: graded again by the next run."""
+    message = f"not graded: {why}; run the command again to grade this student"
+    return dataclasses.replace(submission, status=INTERRUPTED, message=message, graded=False)
+
+
+def _to_feedback(submissions: list[Submission], only: Collection[str] | None) -> list[Submission]:
+    todo = [submission for submission in submissions if submission.graded]
+    return [s for s in todo if only is None or s.student_id in only]
+
+
+def _collected(submission: Submission) -> bool:
+    """Whether collection left a notebook to grade for this student."""
+    return submission.status not in (MISSING, UNREADABLE)
 
 
 def grade_students(
@@ -77,24 +93,40 @@ def grade_students(
     limits: Limits | None = None,
     settings: WorkerSettings | None = None,
     only: Collection[str] | None = None,
+    regrade: bool = False,
     progress: Progress | None = None,
     seen_sandboxes: set[str] | None = None,
+    save: Callable[[list[Submission]], object] | None = None,
 ) -> list[Submission]:
     """Autogrades and/or writes feedback for every collected student.
+
+    A student whose notebook was graded against the same tests already (the same
+    notebook, the same reference) keeps that grade, unless ``regrade`` or ``only`` names
+    them: a run that was stopped grades only what it did not finish when run again.
+
+    A signal (see :mod:`autograder.interrupts`) stops the run between two results: the
+    students recorded stay recorded, the others are returned ``interrupted``, and the
+    caller raises the signal (:func:`autograder.interrupts.check`) once it has saved them.
+    An executor that fails (its pool died, its scheduler was lost) leaves the same, and
+    its error is raised after ``save``.
 
     Args:
         course: The course, with the assignment released.
         assignment: The assignment id.
-        submissions: Every student; autograde takes those with status ``ok``, feedback
-            those that were autograded.
+        submissions: Every student; autograde takes those with a collected notebook,
+            feedback those that were autograded.
         executor: Where to grade (required to autograde).
         steps: ``autograde``, ``feedback`` or both, in that order, per student.
         limits: Limits on each kernel (the defaults when None).
         settings: How workers grade (from ``limits``, sandbox on, when None).
-        only: Grade these students only (for example one late submission); the others
-            are returned unchanged.
+        only: Grade these students only (for example one late submission), whatever was
+            recorded for them; the others are returned unchanged.
+        regrade: Grade every collected student again, even those graded as they are.
         progress: Told how many students there are, and each one as it is done.
         seen_sandboxes: Filled with how the workers isolated student code.
+        save: Called with the whole class as it stands after each student is recorded,
+            and once more at the end, stopped or not: the status file follows the
+            gradebook student by student.
 
     Returns:
         The submissions in the same order, with the status and message grading gave.
@@ -102,48 +134,149 @@ def grade_students(
     limits = limits or Limits()
     settings = settings or WorkerSettings(limits)
     steps = tuple(steps)
-    todo = _selected(submissions, steps, only)
     progress = progress or Progress(enabled=False)
-    progress.start(len(todo))
     done: dict[str, Submission] = {}
+    stopped_by: BaseException | None = None
     recorder = Recorder(course, assignment, limits)
 
+    def current() -> list[Submission]:
+        return [done.get(submission.student_id, submission) for submission in submissions]
+
     def finish(submission: Submission, result: GradedNotebook | None = None) -> None:
-        if FEEDBACK in steps and result is not None:
-            submission = recorder.write_feedback(submission, result)
-        elif FEEDBACK in steps:
-            submission = recorder.feedback(submission)
-        done[submission.student_id] = submission
+        # One student at a time, whole: a signal waits until the gradebook, autograded/,
+        # feedback/ and the status file all have them.
+        with interrupts.deferring():
+            if FEEDBACK in steps and result is not None:
+                submission = recorder.write_feedback(submission, result)
+            elif FEEDBACK in steps:
+                submission = recorder.feedback(submission)
+            done[submission.student_id] = submission
+            if save is not None:
+                save(current())
         progress.done(submission)
 
+    todo: list[Submission] = []
     try:
-        if AUTOGRADE not in steps:
-            for submission in todo:
-                finish(submission)
-        else:
-            if executor is None:
-                raise ValueError("autograding needs an executor (autograder.pipeline.executors)")
-            students = []
-            for submission in todo:
-                try:
-                    students.append(student_notebook(course, assignment, submission))
-                except (OSError, ValueError) as error:  # this student only
-                    message = f"cannot be graded: {type(error).__name__}: {error}"
-                    finish(dataclasses.replace(submission, status=ERROR, message=message))
-            if students:
-                reference = read_reference(course, assignment)
-                for results in executor.grade(reference, students, settings):
-                    for result in results:
-                        _record(recorder, result, done, finish, seen_sandboxes)
+        with interrupts.deferring():
+            if AUTOGRADE not in steps:
+                todo = _to_feedback(submissions, only)
+                progress.start(len(todo))
+                for submission in todo:
+                    if interrupts.received():
+                        break
+                    finish(submission)
+            else:
+                if executor is None:
+                    raise ValueError(
+                        "autograding needs an executor (autograder.pipeline.executors)"
+                    )
+                students, reference, fingerprint, unreadable = _to_grade(
+                    course, assignment, submissions, only, regrade, todo, settings
+                )
+                progress.start(len(todo))
+                for submission in unreadable:
+                    finish(submission)
+                if students:
+                    remove = interrupts.on_stop(executor.stop)
+                    try:
+                        for results in executor.grade(reference, students, settings):
+                            if interrupts.received():
+                                break  # whatever came after the signal may have been cut short
+                            for result in results:
+                                _record(recorder, result, fingerprint, done, finish, seen_sandboxes)
+                    finally:
+                        remove()
+    except Exception as error:  # the executor failed: keep what was recorded, then say why
+        if interrupts.received() is None:
+            stopped_by = error
     finally:
         progress.close()
         recorder.close()
-    return [done.get(submission.student_id, submission) for submission in submissions]
+    why = ""
+    if interrupts.received() is not None:
+        why = f"the run was stopped ({signal.Signals(interrupts.received()).name})"
+    elif stopped_by is not None:
+        why = f"grading stopped: {type(stopped_by).__name__}: {stopped_by}"
+    if why:
+        for submission in todo:
+            if submission.student_id not in done:
+                done[submission.student_id] = _interrupted(submission, why)
+    graded = current()
+    if save is not None:
+        with interrupts.deferring():
+            try:
+                save(graded)
+            except WriteError:
+                if stopped_by is None:
+                    raise
+                # What stopped the run was probably this very disk: that is raised.
+                _log.debug("the status file could not be saved", exc_info=True)
+    if stopped_by is not None:
+        raise stopped_by
+    return graded
+
+
+def _to_grade(
+    course: Course,
+    assignment: str,
+    submissions: list[Submission],
+    only: Collection[str] | None,
+    regrade: bool,
+    todo: list[Submission],
+    settings: WorkerSettings,
+) -> tuple[list[StudentNotebook], str, list[Submission]]:
+    """Reads the notebooks to grade; fills ``todo`` with their students.
+
+    Returns:
+        The students to send to the workers, the assignment's reference, what the grades
+        are a function of (:func:`grading_fingerprint`), and the students whose notebook
+        cannot be read (status ``error``: they alone fail).
+    """
+    candidates = [s for s in submissions if _collected(s)]
+    if only is not None:
+        candidates = [s for s in candidates if s.student_id in only]
+    if not candidates:
+        return [], None, "", []
+    reference = read_reference(course, assignment)
+    fingerprint = grading_fingerprint(reference, settings)
+    students, unreadable = [], []
+    for submission in candidates:
+        # A student graded before starts again from what collecting said of them.
+        fresh = dataclasses.replace(submission, status=OK, message=submission.note)
+        try:
+            student = student_notebook(course, assignment, fresh)
+        except (OSError, ValueError) as error:  # this student only
+            todo.append(submission)
+            message = f"cannot be graded: {type(error).__name__}: {error}"
+            failed = dataclasses.replace(submission, status=ERROR, message=message, graded=False)
+            unreadable.append(failed)
+            continue
+        if (
+            only is None
+            and not regrade
+            and submission.graded_as_it_is(student.submission.digest, fingerprint)
+        ):
+            continue  # graded as it is, against these tests: kept
+        todo.append(submission)
+        students.append(student)
+    return students, reference, fingerprint, unreadable
+
+
+def grading_fingerprint(reference: AssignmentReference, settings: WorkerSettings) -> str:
+    """What a student's grade is a function of, besides their notebook: a short digest.
+
+    The assignment's tests and points (the reference), the limits and whether the
+    sandbox was asked for; not the threads each kernel gets, which follow ``--jobs``.
+    """
+    limits = {**settings.limits.as_dict(), "torch_threads": 0}
+    about = json.dumps([reference.digest, limits, settings.sandbox], sort_keys=True)
+    return hashlib.sha256(about.encode()).hexdigest()[:16]
 
 
 def _record(
     recorder: Recorder,
     result: GradedNotebook,
+    fingerprint: str,
     done: dict[str, Submission],
     finish,
     seen_sandboxes: set[str] | None,
@@ -155,4 +288,8 @@ def _record(
         return
     if seen_sandboxes is not None and result.sandbox:
         seen_sandboxes.add(result.sandbox)
-    finish(recorder.record(result), result)
+    with interrupts.deferring():
+        recorded = recorder.record(result)
+        if recorded.graded:
+            recorded = dataclasses.replace(recorded, reference=fingerprint)
+        finish(recorded, result)

@@ -15,12 +15,15 @@ again after its worker died) leaves the same grades, once.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import tempfile
 from pathlib import Path
 
 from traitlets.config import Config
 
+from autograder.atomic import replace_file
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
 from autograder.pipeline.autograde import (
@@ -33,6 +36,9 @@ from autograder.pipeline.collect import MAX_NOTEBOOK_BYTES
 from autograder.preprocessors.graded import UseGradedNotebook
 from autograder.sandbox.limits import Limits
 from autograder.submission import ERROR, OK, Submission
+
+# Where nbgrader renders a student's feedback before it is put in place (course folder).
+FEEDBACK_STAGING = ".feedback-staging"
 
 
 def _last_lines(text: str, count: int = 5) -> str:
@@ -58,11 +64,14 @@ def record_config(course: Course, limits: Limits, folder: Path) -> Config:
     config.Autograde.sanitize_preprocessors = [UseGradedNotebook]
     config.Autograde.autograde_preprocessors = recording
     config.UseGradedNotebook.folder = str(folder)
+    # nbgrader renders feedback here; the files are then put in feedback/ one by one,
+    # each whole (autograder.atomic), so that a reader never sees a half-written page.
+    config.CourseDirectory.feedback_directory = FEEDBACK_STAGING
     return config
 
 
 def student_notebook(course: Course, assignment: str, submission: Submission) -> StudentNotebook:
-    """Returns a collected student's notebook as a worker receives it.
+    """Returns a collected student's notebook as a worker receives it, its digest recorded.
 
     Raises:
         OSError: If the notebook cannot be read.
@@ -75,7 +84,9 @@ def student_notebook(course: Course, assignment: str, submission: Submission) ->
             f"{path.name} is {size / 2**20:.0f} MB, more than the "
             f"{MAX_NOTEBOOK_BYTES // 2**20} MB a notebook may have"
         )
-    return StudentNotebook(submission, path.read_bytes())
+    content = path.read_bytes()
+    digest = hashlib.sha256(content).hexdigest()
+    return StudentNotebook(dataclasses.replace(submission, digest=digest), content)
 
 
 class Recorder:
@@ -158,15 +169,57 @@ class Recorder:
             return dataclasses.replace(submission, message=message)
         if result.feedback is None or self._graded_by_hand(submission.student_id):
             return self.feedback(submission)
-        folder = self.course.feedback / submission.student_id / self.assignment
-        remove_tree(folder)
-        for relative, content in result.feedback.items():
+        self.put_feedback(submission.student_id, result.feedback)
+        return submission
+
+    def put_feedback(self, student: str, files: dict[str, bytes]) -> None:
+        """Puts a student's feedback files in ``feedback/``, each whole, then drops older ones.
+
+        Args:
+            student: The student id.
+            files: The files of their feedback folder, by relative path.
+
+        Raises:
+            WriteError: If one cannot be written; the files already there are kept.
+        """
+        folder = self.course.feedback / student / self.assignment
+        written = set()
+        for relative, content in files.items():
             target = folder / relative
             if folder not in target.resolve().parents:
                 continue  # a path a worker should never send
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        return submission
+            written.add(replace_file(target, content))
+        for path in sorted(folder.rglob("*"), reverse=True) if folder.is_dir() else []:
+            if path.is_file() and path not in written:
+                path.unlink()  # a file of an earlier feedback the new one does not have
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+
+    def render_feedback(self, student: str) -> tuple[dict[str, bytes] | None, str]:
+        """Renders a graded student's feedback (hidden tests removed); returns its files.
+
+        nbgrader writes them in a staging folder of the course, emptied afterwards.
+
+        Returns:
+            ``(files, "")``, files by path relative to the student's feedback folder, or
+            ``(None, why)`` when nbgrader failed.
+        """
+        staging = self.course.root / FEEDBACK_STAGING / student
+        try:
+            result = self.api.generate_feedback(self.assignment, student, force=True)
+            if not result["success"]:
+                return None, "feedback failed: " + _last_lines(result.get("error") or result["log"])
+            folder = staging / self.assignment
+            files = {
+                str(path.relative_to(folder)): path.read_bytes()
+                for path in sorted(folder.rglob("*"))
+                if path.is_file() and not path.is_symlink()
+            }
+            return files, ""
+        finally:
+            remove_tree(staging)
+            with contextlib.suppress(OSError):
+                staging.parent.rmdir()  # when no other student's is there
 
     def _graded_by_hand(self, student: str) -> bool:
         """Whether the gradebook has more for ``student`` than autograde wrote."""
@@ -184,8 +237,8 @@ class Recorder:
         """Renders and writes one graded student's feedback HTML (hidden tests removed)."""
         if not submission.graded:
             return submission
-        result = self.api.generate_feedback(self.assignment, submission.student_id, force=True)
-        if result["success"]:
-            return submission
-        problem = "feedback failed: " + _last_lines(result.get("error") or result["log"])
-        return dataclasses.replace(submission, message=_joined(submission.message, problem))
+        files, problem = self.render_feedback(submission.student_id)
+        if files is None:
+            return dataclasses.replace(submission, message=_joined(submission.message, problem))
+        self.put_feedback(submission.student_id, files)
+        return submission

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import base64
 import html
+import io
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import nbformat
 from nbgrader import utils
 
 from autograd_pitfalls.pitfalls import PITFALLS, named_in
+from autograder.atomic import replace_file
 from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, answer_id, exercise_name
 from autograder.errors import ReportError
@@ -80,18 +82,22 @@ class Report:
 
 
 def _shape(source: str) -> str | None:
-    """The answer's syntax tree without docstrings: equal for the same code, however laid out."""
+    """The answer's syntax tree without docstrings: equal for the same code, however laid out.
+
+    None when it does not parse, or is nested too deeply to compare (it is then no known
+    wrong answer, which are all a few lines).
+    """
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            first = body[0] if isinstance(body, list) and body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        return ast.dump(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
-        value = first.value if isinstance(first, ast.Expr) else None
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
 
 
 def known_wrong_answers(assignment: str, fixtures: Path = FIXTURES) -> dict[str, dict[str, str]]:
@@ -163,10 +169,10 @@ def plot_pass_rates(exercises: list[ExerciseSummary], path: Path, title: str) ->
     axes.set_xlabel("students who passed (%)")
     axes.set_title(title)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100, metadata={"Software": None})
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100, metadata={"Software": None})
     plt.close(figure)
-    return path
+    return replace_file(path, image.getvalue())
 
 
 def _counts(
@@ -265,9 +271,9 @@ def write_report(course: Course, assignment: str, fixtures: Path = FIXTURES) -> 
     flags = submission_flags(course, assignment, [student.student_id for student in students])
     markdown = course.exports / f"{assignment}_report.md"
     text = _markdown(assignment, exercises, statuses, grading, attention, plot, flags)
-    markdown.write_text(text)
+    replace_file(markdown, text)
     page = course.exports / f"{assignment}_report.html"
-    page.write_text(report_page(f"{assignment}: class report", text, plot))
+    replace_file(page, report_page(f"{assignment}: class report", text, plot))
     return Report(markdown, plot, exercises, statuses, page)
 
 

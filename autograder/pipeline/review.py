@@ -178,14 +178,29 @@ def _python(source: str) -> str:
         return source
 
 
+def _unreviewable(cell: int, error: BaseException) -> Flag:
+    """The flag of a cell the review could not read through (the instructor reads it)."""
+    why = "nested too deeply" if isinstance(error, RecursionError) else type(error).__name__
+    return Flag(cell, 1, f"code the review could not read ({why}): read this cell yourself")
+
+
 def cell_flags(source: str, cell: int) -> list[Flag]:
-    """Returns the flags of one cell's source (none when it does not parse)."""
+    """Returns the flags of one cell's source (none when it is not Python).
+
+    A cell too deeply nested for Python's parser or for the walk over its syntax tree (a
+    sum of a thousand terms, say) gets a flag that says so: it is never an error.
+    """
     try:
         tree = ast.parse(_python(source))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):
         return []
+    except (RecursionError, MemoryError) as error:
+        return [_unreviewable(cell, error)]
     finder = _Finder()
-    finder.visit(tree)
+    try:
+        finder.visit(tree)
+    except (RecursionError, MemoryError) as error:
+        finder.found.append((1, _unreviewable(cell, error).what))
     return [Flag(cell, line, what) for line, what in sorted(set(finder.found))]
 
 
@@ -220,9 +235,16 @@ def review_flags(notebook: NotebookNode, course_code: set[str]) -> list[Flag]:
 
 
 def notebook_flags(path: Path, course_code: set[str]) -> list[Flag]:
-    """Returns the flags of the notebook at ``path`` (none when it is missing or unreadable)."""
+    """Returns the flags of the notebook at ``path`` (none when it is missing or unreadable).
+
+    Never raises: a submission the review cannot go through gets a flag saying so, and the
+    export and the report go on.
+    """
     try:
         notebook = nbformat.read(path, as_version=4)
     except Exception:
         return []
-    return review_flags(notebook, course_code)
+    try:
+        return review_flags(notebook, course_code)
+    except Exception as error:  # whatever a submission holds, the class is exported
+        return [Flag(0, 0, f"the notebook could not be reviewed ({type(error).__name__})")]

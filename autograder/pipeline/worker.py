@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import signal
 import socket
 import tempfile
 import threading
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from multiprocessing.util import Finalize
 from pathlib import Path
 
+from autograder import interrupts
 from autograder.course import Course
 from autograder.errors import SandboxError
 from autograder.kernel.fs import remove_tree
@@ -28,8 +31,8 @@ from autograder.pipeline.autograde import GradedNotebook, Grader, StudentNoteboo
 from autograder.pipeline.reference import AssignmentReference
 from autograder.sandbox.bwrap import Sandbox, course_sandbox
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.zygote import Zygote
-from autograder.submission import ERROR
+from autograder.sandbox.zygote import Zygote, kill_launched
+from autograder.submission import ERROR, INTERRUPTED
 
 _log = logging.getLogger(__name__)
 
@@ -125,9 +128,20 @@ class GradingWorker:
     def grade(
         self, reference: AssignmentReference, batch: list[StudentNotebook]
     ) -> list[GradedNotebook]:
-        """Grades a batch of students; one student's failure does not stop the others."""
+        """Grades a batch of students; one student's failure does not stop the others.
+
+        Once the command that started this process is stopping, nobody else is started.
+        """
+        if interrupts.stopping():
+            return [_not_started(student) for student in batch]
         grader = self.grader_for(reference)
-        return [_grade_one(grader, student, self.settings.feedback) for student in batch]
+        results = []
+        for student in batch:
+            if interrupts.stopping():
+                results.append(_not_started(student))
+            else:
+                results.append(_grade_one(grader, student, self.settings.feedback))
+        return results
 
     def close(self) -> None:
         """Stops the zygote (if started here) and removes this worker's folders."""
@@ -151,6 +165,46 @@ def _grade_one(grader: Grader, student: StudentNotebook, feedback: bool) -> Grad
             student.submission, status=ERROR, message=message, graded=False
         )
         return GradedNotebook(failed, None, grader.sandbox.describe())
+
+
+def _not_started(student: StudentNotebook) -> GradedNotebook:
+    message = "not graded: the run was stopped first"
+    stopped = dataclasses.replace(
+        student.submission, status=INTERRUPTED, message=message, graded=False
+    )
+    return GradedNotebook(stopped, None)
+
+
+def follow_stop(event: object) -> None:
+    """Makes this pool process stop grading when ``event`` is set (a ``multiprocessing.Event``).
+
+    The process ignores SIGINT (a Ctrl-C reaches the whole process group: the command
+    decides), and a thread waits for the event to kill the zygotes this process started
+    itself (those the command started, the command kills), so that the student being
+    graded ends at once. SIGTERM ends the process, as the pool expects when it stops a
+    broken pool's processes, once its zygotes are killed and its folders removed.
+    """
+    interrupts.follow(event)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _end_on_sigterm)
+
+    def kill_when_set() -> None:
+        event.wait()  # type: ignore[attr-defined]
+        kill_launched()
+
+    threading.Thread(target=kill_when_set, name="autograder-stop", daemon=True).start()
+
+
+def _end_on_sigterm(signum: int, frame: object) -> None:
+    """Ends this grading process at once, leaving no zygote, kernel or folder behind."""
+    try:
+        kill_launched()
+        if _worker is not None:
+            _worker.close()  # its scratch courses, the feedback's gradebook, its folder
+    except BaseException:
+        _log.debug("closing the grading worker on SIGTERM failed", exc_info=True)
+    finally:
+        os._exit(128 + signum)
 
 
 # The grading state of this process, for the tasks of a pool or of a Dask worker.

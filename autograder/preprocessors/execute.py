@@ -165,6 +165,11 @@ class SandboxedExecute(Execute):
         )
         self._secret = bytes.fromhex(self.judge_secret) if self.judge_secret else b""
 
+    def _stopped_for(self) -> str:
+        """Why the zygote killed the kernel: its student's memory past the cap ("" if not)."""
+        provisioner = getattr(self.km, "provisioner", None)
+        return str(getattr(provisioner, "stopped_for", "") or "")
+
     def _seed(self, grade_id: str) -> int:
         return seed_for(self._secret, *self._seed_parts, grade_id)
 
@@ -206,6 +211,12 @@ class SandboxedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
+            memory = self._stopped_for()
+            if memory:  # the zygote's watch killed every process of the student
+                cell.source = source
+                self._stop(MEMORY, f"{memory}: stopped in {_where(cell, index)}")
+                cell.outputs.append(not_run(self._stopped))
+                return cell, resources
             cell.source = source
             where = _where(cell, index)
             died = f"the kernel died in {where} (os._exit, a crash or a kill)"

@@ -291,8 +291,12 @@ def course_sandbox(course: Course, enabled: bool = True) -> Sandbox:
     return detect_sandbox(enabled, packages=packages, hidden=hidden)
 
 
-def _uid_lock_folder() -> Path:
-    # Every run on the machine must look in the same place: /run/lock where it exists.
+def machine_lock_folder() -> Path:
+    """Where the locks shared by every grading run on this machine live.
+
+    Every run must look in the same place: /run/lock where it exists, else the
+    temporary folder.
+    """
     run_lock = Path("/run/lock")
     if run_lock.is_dir() and os.access(run_lock, os.W_OK):
         return run_lock
@@ -315,7 +319,7 @@ def claim_uid_block(folder: Path | None = None) -> tuple[int, object]:
     Raises:
         RuntimeError: If every block is held.
     """
-    folder = folder or _uid_lock_folder()
+    folder = folder or machine_lock_folder()
     for block in random.sample(range(UID_BLOCKS), UID_BLOCKS):
         handle = open(folder / f"autograder-uids-{block}.lock", "a")  # noqa: SIM115
         try:

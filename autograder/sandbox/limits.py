@@ -30,7 +30,9 @@ class Limits:
     Attributes:
         cell_timeout: Seconds one cell may run before it is interrupted.
         notebook_timeout: Seconds the whole notebook may run; cells after that are not run.
-        memory_mb: Memory the kernel may add to what it starts with: address space
+        memory_mb: Memory the student's code may add to what the kernel starts with,
+            all of its processes and its System V shared memory together (the zygote's
+            watch, :mod:`autograder.kernel.watch`), and each process alone: address space
             (RLIMIT_AS) on the CPU; on the GPU, where CUDA reserves far more address space
             than it uses, the data segment and private mappings (RLIMIT_DATA).
         output_chars: Characters of output kept per cell; the rest is dropped.
@@ -39,8 +41,9 @@ class Limits:
             in /dev/shm: each is a tmpfs of this size in the sandbox (with a uid of its
             own, the student cannot write to the last two at all); without the sandbox
             only the per-file limit holds.
-        processes: Processes the student's uid may own (RLIMIT_NPROC; only with one uid
-            per student).
+        processes: Processes (threads included) the student's uid may run at once
+            (RLIMIT_NPROC; only with one uid per student): few, so that forking cannot
+            outrun the zygote's watch of the student's memory as a whole.
         device: Where the tests run: ``cpu`` (the default: grades do not depend on the
             grading machine) or ``cuda`` (the kernels see the GPU).
         torch_threads: Threads torch may use in each kernel (OpenMP, MKL); 0 until the
@@ -56,7 +59,7 @@ class Limits:
     output_chars: int = 100_000
     file_mb: int = 256
     disk_mb: int = 1024
-    processes: int = 256
+    processes: int = 64
     device: str = "cpu"
     torch_threads: int = 0
 

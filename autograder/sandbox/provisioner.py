@@ -12,6 +12,7 @@ the entry point ``autograder-zygote`` and selected with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import signal
 import time
@@ -25,8 +26,9 @@ from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
 from autograder.compat import kernel_is_alive, record_kernel_info
+from autograder.kernel.fs import remove_tree
 from autograder.sandbox import zygote
-from autograder.sandbox.zygote import KernelSlot, kernel_environment
+from autograder.sandbox.zygote import KernelSlot, ZygoteError, kernel_environment
 
 NAME = "autograder-zygote"
 LAUNCHER = "ipykernel_launcher"
@@ -84,6 +86,7 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
     slot: KernelSlot | None = None
     kernel_pid: int | None = None
     exit_code: int | None = None
+    stopped_for: str = ""  # why the zygote killed the kernel (memory past the cap), if it did
 
     @property
     def has_process(self) -> bool:
@@ -114,10 +117,18 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
         return self.connection_info
 
     async def poll(self) -> int | None:
-        """Returns the kernel's exit code, or None while it runs."""
+        """Returns the kernel's exit code, or None while it runs.
+
+        A kernel whose zygote is gone is gone too (it dies with its parent): killed, as far
+        as jupyter_client is concerned, which then reports a dead kernel at once.
+        """
         if self.kernel_pid is None:
             return self.exit_code if self.exit_code is not None else 0
-        self.exit_code = self.zygote.poll(self.kernel_pid)
+        try:
+            self.exit_code = self.zygote.poll(self.kernel_pid)
+        except ZygoteError:
+            self.exit_code = -signal.SIGKILL
+        self.stopped_for = self.zygote.stopped.get(self.kernel_pid, "")
         return self.exit_code
 
     async def wait(self) -> int | None:
@@ -129,8 +140,10 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     async def send_signal(self, signum: int) -> None:
         """Sends ``signum`` to the kernel's process group (SIGINT interrupts a cell)."""
-        if self.kernel_pid is not None:
-            self.zygote.signal(self.kernel_pid, signum)
+        if self.kernel_pid is not None and self.zygote.alive():
+            # A zygote that died took its kernels with it.
+            with contextlib.suppress(ZygoteError):
+                self.zygote.signal(self.kernel_pid, signum)
 
     async def kill(self, restart: bool = False) -> None:
         """Kills the kernel, and waits the few milliseconds until it is gone.
@@ -154,7 +167,11 @@ class ZygoteProvisioner(LocalProvisioner):  # type: ignore[misc]
                 # A kernel that failed on its own: its last words go to nbgrader's log.
                 lines = self.slot.log.read_text(errors="replace").strip().splitlines()[-5:]
                 self.log.error("the kernel exited with %s:\n%s", self.exit_code, "\n".join(lines))
-            self.zygote.reap(self.slot)
+            try:
+                self.zygote.reap(self.slot)
+            except ZygoteError:  # gone, with every process of the sandbox: only folders left
+                remove_tree(self.slot.root)
+                remove_tree(self.slot.work)
             self.slot = None
         self.kernel_pid = None
 

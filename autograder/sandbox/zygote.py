@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,21 @@ START_TIMEOUT = 180  # seconds; the zygote imports torch inside the sandbox
 
 class ZygoteError(AutograderError):
     """The zygote did not start, or died, or refused a request."""
+
+
+# The zygotes this process started and has not closed: a command that is told to stop
+# kills them (kill_launched), and every kernel forked from them dies with them.
+_launched: weakref.WeakSet[Zygote] = weakref.WeakSet()
+
+
+def kill_launched() -> None:
+    """Kills every zygote this process started, with its sandbox and kernels; never raises.
+
+    Safe in a signal handler: it sends signals and waits for nothing (:meth:`Zygote.close`
+    reaps them later). Whoever was using one sees its kernel die.
+    """
+    for kernels in list(_launched):
+        kernels.kill()
 
 
 @dataclass(frozen=True)
@@ -174,6 +190,8 @@ class Zygote:
         self.process: subprocess.Popen[bytes] | None = None
         self.channel: socket.socket | None = None
         self.kernels = 0
+        # Why the zygote stopped a kernel, by pid: its student's memory past the cap.
+        self.stopped: dict[int, str] = {}
         self._ready = False
         self._dead = False
         self._asked: tuple[str, ...] = ()  # a preload request sent, its reply not read yet
@@ -214,6 +232,14 @@ class Zygote:
             )
         theirs.close()
         self._attach(ours)
+        _launched.add(self)
+
+    def kill(self) -> None:
+        """Kills the zygote's process group (bubblewrap, so the whole sandbox) without waiting."""
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def _attach(self, channel: socket.socket) -> None:
         self.channel = channel
@@ -406,8 +432,14 @@ class Zygote:
         return int(reply["pid"])
 
     def poll(self, pid: int) -> int | None:
-        """Returns the kernel's exit code, or None while it runs."""
-        return self.request(protocol.POLL, pid=pid)["status"]
+        """Returns the kernel's exit code, or None while it runs.
+
+        Why the zygote's memory watch stopped it, if it did, is kept in :attr:`stopped`.
+        """
+        reply = self.request(protocol.POLL, pid=pid)
+        if reply.get("stopped"):
+            self.stopped[pid] = str(reply["stopped"])
+        return reply["status"]
 
     def signal(self, pid: int, signum: int) -> None:
         """Sends ``signum`` to the kernel's process group."""
@@ -455,6 +487,7 @@ class Zygote:
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
             self.process = None
+        _launched.discard(self)
         if self._uid_claim is not None:
             self._uid_claim.close()  # gives the block of uids back
             self._uid_claim = None

@@ -189,8 +189,9 @@ assert torch.equal(dloss_db, torch.full((3,), 3.0)) and a.grad is None
 # `"is_leaf"` (`t.is_leaf`), `"has_grad_fn"` (`t.grad_fn is not None`),
 # and `"has_grad"` (`t.grad is not None` after `loss.backward()`).
 # For example, `"w"` maps to `{"is_leaf": True, "has_grad_fn": False, "has_grad": True}`.
-# The test runs the snippet and compares your predictions with what PyTorch says.
-# Its visible part checks `x`, `w` and `loss`; the grader checks all eight.
+# Nothing in this notebook runs the snippet for you: predict it.
+# The visible test checks the form of your answer and the example of `w`.
+# The grader runs the snippet in its own process, on every device, and checks all eight names against what PyTorch says there.
 
 
 # %% nbgrader={"grade_id": "q1-answer", "solution": true}
@@ -218,35 +219,11 @@ def predict_snippet() -> dict[str, dict[str, bool]]:
 
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
-"""Checks predict_snippet() against the snippet run live on every device.
+"""Checks predict_snippet(): visible, its form and the example of w; the grader, all eight.
 
-Visible: the answer's shape, and the tensors x, w and loss. Hidden: every tensor.
+The snippet runs only in the grader's process (its judge), on every device.
 """
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
-
-
-def _snippet_truth(device: torch.device) -> dict[str, dict[str, bool]]:
-    x = torch.randn(3, device=device)
-    w = torch.randn(3, device=device, requires_grad=True)
-    p = nn.Parameter(torch.randn(3, device=device))
-    m = x * 2
-    h = w * m
-    h.retain_grad()
-    s = p[:2]
-    d = w.detach()
-    loss = h.sum() + s.sum()
-    loss.backward()
-    tensors = {"x": x, "w": w, "p": p, "m": m, "h": h, "s": s, "d": d, "loss": loss}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns
-        return {
-            name: {
-                "is_leaf": t.is_leaf,
-                "has_grad_fn": t.grad_fn is not None,
-                "has_grad": t.grad is not None,
-            }
-            for name, t in tensors.items()
-        }
 
 
 def _check_predictions(predictions: dict, truth: dict, names: list[str]) -> None:
@@ -280,8 +257,10 @@ def _plain_predictions(answer: object) -> dict[str, dict[str, bool]]:
 
 
 predictions = _plain_predictions(predict_snippet())
-for device in devices():
-    _check_predictions(predictions, _snippet_truth(device), ["x", "w", "loss"])
+# The example the exercise gives: a leaf you created with requires_grad=True.
+_check_predictions(
+    predictions, {"w": {"is_leaf": True, "has_grad_fn": False, "has_grad": True}}, ["w"]
+)
 
 
 ### BEGIN HIDDEN TESTS
@@ -305,6 +284,31 @@ def observe(case):
 
 
 ### BEGIN JUDGE
+def _snippet_truth(device: torch.device) -> dict[str, dict[str, bool]]:
+    """Runs the snippet of Exercise 1 on device; returns what PyTorch says of each name."""
+    x = torch.randn(3, device=device)
+    w = torch.randn(3, device=device, requires_grad=True)
+    p = nn.Parameter(torch.randn(3, device=device))
+    m = x * 2
+    h = w * m
+    h.retain_grad()
+    s = p[:2]
+    d = w.detach()
+    loss = h.sum() + s.sum()
+    loss.backward()
+    tensors = {"x": x, "w": w, "p": p, "m": m, "h": h, "s": s, "d": d, "loss": loss}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading .grad of a non-leaf warns
+        return {
+            name: {
+                "is_leaf": t.is_leaf,
+                "has_grad_fn": t.grad_fn is not None,
+                "has_grad": t.grad is not None,
+            }
+            for name, t in tensors.items()
+        }
+
+
 def judge(seen, case):
     """The checks of _plain_predictions, then every name against the snippet run here."""
     assert seen["rows"] is not None, f"return a dict, not {seen['type']}"

@@ -336,7 +336,9 @@ assert array.ctypes.data == a.data_ptr()
 # For each, predict what `loss.backward()` does: `"raises"` (a `RuntimeError`), `"wrong"` (no error, but `w.grad` differs from the gradient of `loss` at the values the forward pass used), or `"correct"`.
 # Return them from `predict_outcomes()` as a dict, for example `{"A": "correct", "B": "correct", ...}` with the six keys `"A"` to `"F"`.
 # Ask of each write: did it happen before or after the use, does autograd see it (section 2), and did any node save the tensor it wrote (notebook 02, section 5)?
-# The test runs the six snippets live and compares.
+# Nothing in this notebook runs the six snippets for you: predict them.
+# The visible test checks the form of your answer and snippet B, which section 4 shows.
+# The grader runs all six in its own process and compares.
 
 
 # %% nbgrader={"grade_id": "q1-answer", "solution": true}
@@ -359,10 +361,40 @@ def predict_outcomes() -> dict[str, str]:
 
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 2}
-"""Checks predict_outcomes() against the six snippets of Exercise 1, run live."""
+"""Checks predict_outcomes(): visible, its form and snippet B; the grader runs all six."""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
+predictions = predict_outcomes()
+assert isinstance(predictions, dict), "predict_outcomes() should return a dict"
+assert set(predictions) == set("ABCDEF"), f"expected the keys A to F, got {sorted(predictions)}"
+for key, value in predictions.items():
+    assert value in ("raises", "wrong", "correct"), (
+        f"predictions[{key!r}] is {value!r}: use 'raises', 'wrong' or 'correct'"
+    )
+# Snippet B is section 4's no_grad write after use: backward() raises.
+assert predictions["B"] == "raises", (
+    f"snippet B raises, you predicted {predictions['B']!r}: a write under no_grad "
+    "moves the version counter, and w was saved by w * w (section 4)."
+)
 
 
+### BEGIN HIDDEN TESTS
+def hidden_cases(rng):
+    """One case: predict_outcomes() takes no input, and the six snippets are fixed."""
+    return [{}]
+
+
+def observe(case):
+    """Calls predict_outcomes(); sends the dict's own entries, not what a subclass answers."""
+    predictions = predict_outcomes()
+    is_dict = isinstance(predictions, dict)
+    return {
+        "type": type(predictions).__name__,
+        "is_dict": is_dict,
+        "entries": [[key, value] for key, value in dict.items(predictions)] if is_dict else None,
+    }
+
+
+### BEGIN JUDGE
 def run_snippet(key: str) -> str:
     """Runs snippet `key`; returns what backward() did: raises, wrong or correct."""
     w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -404,38 +436,6 @@ def run_snippet(key: str) -> str:
     return "correct" if torch.allclose(w.grad, intended) else "wrong"
 
 
-predictions = predict_outcomes()
-assert isinstance(predictions, dict), "predict_outcomes() should return a dict"
-assert set(predictions) == set("ABCDEF"), f"expected the keys A to F, got {sorted(predictions)}"
-for key, value in predictions.items():
-    assert value in ("raises", "wrong", "correct"), (
-        f"predictions[{key!r}] is {value!r}: use 'raises', 'wrong' or 'correct'"
-    )
-truth = {key: run_snippet(key) for key in "ABCDEF"}
-assert predictions["B"] == truth["B"], (
-    f"snippet B {truth['B']}, you predicted {predictions['B']!r}: a write under no_grad "
-    "moves the version counter, and w was saved by w * w (section 4)."
-)
-
-
-### BEGIN HIDDEN TESTS
-def hidden_cases(rng):
-    """One case: predict_outcomes() takes no input, and the six snippets are fixed."""
-    return [{}]
-
-
-def observe(case):
-    """Calls predict_outcomes(); sends the dict's own entries, not what a subclass answers."""
-    predictions = predict_outcomes()
-    is_dict = isinstance(predictions, dict)
-    return {
-        "type": type(predictions).__name__,
-        "is_dict": is_dict,
-        "entries": [[key, value] for key, value in dict.items(predictions)] if is_dict else None,
-    }
-
-
-### BEGIN JUDGE
 def judge(seen, case):
     """The visible checks, then every snippet against run_snippet, run in this process."""
     assert seen["is_dict"], f"predict_outcomes() should return a dict, got {seen['type']}"

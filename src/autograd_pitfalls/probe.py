@@ -181,8 +181,14 @@ def judge_observations(check: HiddenCheck, text: Any, seed: int) -> None:
         payload = observations.decode(observations.loads(text))
     except observations.ObservationError as error:
         raise HiddenCheckError(f"{check.name}: {error}") from None
+    except Exception as error:  # data the schema lets through but no tensor can hold
+        raise HiddenCheckError(
+            f"{check.name}: malformed observations ({_first_line(error)})"
+        ) from None
     cases = draw_cases(check.cases, seed)
-    sent = payload.get("cases") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict):
+        raise HiddenCheckError(f"{check.name}: the observations are not this check's")
+    sent = payload.get("cases")
     if payload.get("check") != check.name or not isinstance(sent, list):
         raise HiddenCheckError(f"{check.name}: the observations are not this check's")
     if len(sent) != len(cases):

@@ -36,6 +36,7 @@ GRADER_ATTACKS = frozenset(
         "calls_hidden_oracle",
         "rebinds_test_helpers",
         "rebinds_devices_to_skip_checks",
+        "reads_kernel_truth",
     }
 )
 
