@@ -103,7 +103,7 @@ def test_a_finding_carries_file_line_column_code_message_pitfall_and_notebook():
 
 
 def test_select_and_ignore_take_codes_prefixes_and_all():
-    assert resolve_codes(["AGP11"]) == {"AGP110", "AGP111"}
+    assert resolve_codes(["AGP11"]) == {"AGP110", "AGP111", "AGP112"}
     assert resolve_codes(["ALL"], ["AGP1"]) == set()
     assert resolve_codes(None) == default_codes()
     assert not all(rule.on_by_default for rule in RULES.values())
