@@ -405,9 +405,12 @@ class Analyzer:
             self._run_function(self.pending.pop(0))
         return self.findings
 
-    def label(self, node: ast.AST, unit: str | None) -> str:
-        """Where ``node`` is, for a finding's detail: ``line 3``, ``line 3 of cell c2``."""
-        if unit is None or unit == self.unit:
+    def label(self, node: ast.AST, unit: str | None, here: str | None = None) -> str:
+        """Where ``node`` of ``unit`` is, seen from ``here`` (default: the unit being read).
+
+        ``line 3`` in the same unit, ``line 3 of cell c2`` in another.
+        """
+        if unit is None or unit == (here if here is not None else self.unit):
             return f"line {node.lineno}"  # type: ignore[attr-defined]
         return f"line {node.lineno} of cell {unit}"  # type: ignore[attr-defined]
 

@@ -45,8 +45,8 @@ class SavedTensorWrite:
                 continue
             for version, write, unit in storage.writes:
                 if version > save.version:
-                    saved_at = an.label(save.node, save.unit)
-                    needed_at = an.label(node, an.unit)
+                    saved_at = an.label(save.node, save.unit, here=unit)
+                    needed_at = an.label(node, an.unit, here=unit)
                     detail = f"`{save.op}` saved it at {saved_at}; backward() at {needed_at}"
                     an.report_in(SAVED_WRITE, write, unit, detail)
                     break
