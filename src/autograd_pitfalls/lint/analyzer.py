@@ -164,7 +164,7 @@ class CallSite:
 class Event:
     """Something a training loop does: backward, an optimiser step, zeroing gradients."""
 
-    __slots__ = ("fresh", "handled", "kind", "module", "node", "receiver", "retain")
+    __slots__ = ("fresh", "handled", "kind", "module", "node", "receiver", "retain", "roots")
 
     def __init__(self, kind: str, node: ast.AST, receiver: str | None) -> None:
         self.kind = kind  # "backward", "step", "update", "zero"
@@ -174,6 +174,7 @@ class Event:
         self.fresh = False  # the backward's tensor was computed in this iteration
         self.handled = False  # a loop already judged it
         self.module = False  # zero_grad() on a module (model.zero_grad())
+        self.roots: set[str] = set()  # for a backward, the names its tensor is read from
 
 
 @dataclass(eq=False)
@@ -184,6 +185,15 @@ class LoopFrame:
     parent: LoopFrame | None
     assigned: set[str] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
+    # Names read before this iteration bound them: how many reads kept the graph
+    # (a read as the receiver of `.detach()` does not).
+    carried_reads: dict[str, int] = field(default_factory=dict)
+
+    def carried(self) -> set[str]:
+        """Names whose value one iteration hands to the next with its graph (``h``)."""
+        return {
+            name for name, reads in self.carried_reads.items() if reads and name in self.assigned
+        }
 
 
 @dataclass(eq=False)
@@ -201,11 +211,15 @@ class Scope:
 
     def flows_to_backward(self, name: str) -> bool:
         """True when ``name`` was used (through assignments) to make what backward() ran on."""
+        return any(self.depends_on(root, {name}) for root in self.backward_roots)
+
+    def depends_on(self, name: str, sources: set[str]) -> bool:
+        """True when ``name`` is one of ``sources`` or was made (through assignments) from one."""
         seen: set[str] = set()
-        stack = list(self.backward_roots)
+        stack = [name]
         while stack:
             current = stack.pop()
-            if current == name:
+            if current in sources:
                 return True
             if current in seen:
                 continue
@@ -520,9 +534,10 @@ class Analyzer:
     def backward(self, value: Value, node: ast.AST, receiver: ast.AST | None) -> None:
         """Notes a backward (``x.backward()``, ``autograd.grad``) from ``value`` at ``node``."""
         self.scope.calls_backward = True
-        if receiver is not None:
-            self.scope.backward_roots.update(_names_in(receiver))
+        roots = _names_in(receiver) if receiver is not None else set()
+        self.scope.backward_roots.update(roots)
         event = self.event("backward", node, None)
+        event.roots = roots
         if isinstance(node, ast.Call):
             retain = _keyword(node, "retain_graph")
             event.retain = isinstance(retain, ast.Constant) and retain.value is True
@@ -535,6 +550,10 @@ class Analyzer:
             )
         for handler in self.hooks.get("on_backward", ()):
             handler(self, value, node)
+
+    def _assigned_here(self, name: str) -> bool:
+        """``name`` was bound in this iteration of the loop being read."""
+        return self.loop is not None and name in self.loop.assigned
 
     def event(self, kind: str, node: ast.AST, receiver: str | None) -> Event:
         """Records a training-loop event in the scope and the loop being read."""
@@ -690,6 +709,9 @@ class Analyzer:
         self.loop = frame.parent
         if self.loop is not None:
             self.loop.events.extend(frame.events)
+            for name, reads in frame.carried_reads.items():
+                if name not in self.loop.assigned:
+                    self.loop.carried_reads[name] = self.loop.carried_reads.get(name, 0) + reads
             self.loop.assigned.update(frame.assigned)
         for name in frame.assigned:  # after the loop: as before it, or as after its body
             previous = before.get(name)
@@ -878,9 +900,13 @@ class Analyzer:
         return handler(node) if handler is not None else UNKNOWN
 
     def _name(self, node: ast.Name) -> Value:
+        name = node.id
         if self.reads is not None:
-            self.reads.add(node.id)
-        return self.lookup(node.id)
+            self.reads.add(name)
+        loop = self.loop
+        if loop is not None and name not in loop.assigned:
+            loop.carried_reads[name] = loop.carried_reads.get(name, 0) + 1
+        return self.lookup(name)
 
     def _constant(self, node: ast.Constant) -> Value:
         value = node.value
@@ -1020,7 +1046,9 @@ class Analyzer:
             return Value("instance", info=info)
         if kind == "function" and callee.info is not None:
             if callee.info.returns_tensor_list:  # type: ignore[union-attr]
-                return list_of(tensor(MAYBE))
+                # Tensors made from the arguments: requiring grad as the arguments do.
+                grad = NO if self.no_grad else max((_grad_of(a) for a in args), default=MAYBE)
+                return list_of(tensor(grad))
             return UNKNOWN
         if kind == "unknown":
             name = terminal_name(node.func)
@@ -1042,6 +1070,15 @@ class Analyzer:
     ) -> Value | None:
         kind = receiver.kind
         target = node.func.value  # type: ignore[attr-defined]
+        loop = self.loop
+        if (
+            method in ("detach", "detach_")
+            and loop is not None
+            and isinstance(target, ast.Name)
+            and loop.carried_reads.get(target.id)
+            and target.id not in loop.assigned
+        ):
+            loop.carried_reads[target.id] -= 1  # `h.detach()`: the read cuts the graph
         if method == "backward":
             if kind not in ("tensor", "unknown") and node.args:  # accelerator.backward(loss)
                 self.backward(args[0], node, node.args[0])
@@ -1053,7 +1090,9 @@ class Analyzer:
             return NONE
         if method == "step":
             if _is_optimizer(receiver, target):
-                self.event("step", node, dotted(target))
+                step = self.event("step", node, dotted(target))
+                # An optimiser made in this iteration steps tensors of this iteration.
+                step.fresh = isinstance(target, ast.Name) and self._assigned_here(target.id)
                 return NONE
             if node.args and _is_optimizer(args[0], node.args[0]):  # scaler.step(optimizer)
                 self.event("step", node, dotted(node.args[0]))

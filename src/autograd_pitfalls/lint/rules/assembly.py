@@ -58,7 +58,11 @@ class Assembly:
                 an.report(TENSOR_OF_TENSORS, node, edits=self._stacked(an, site, all(tensors)))
             return
         if pieces.kind in ("list", "tuple"):
-            if _may_need_grad(pieces.element()):
+            # Built elsewhere (a comprehension, appends, a name): only pieces known to
+            # require grad, as a Parameter or what is computed from one (on public code,
+            # lists of scheduler constants were the false alarms of "may require grad").
+            element = pieces.element()
+            if element.kind == "tensor" and element.grad == YES:
                 an.report(TENSOR_OF_TENSORS, node)
         elif (
             pieces.kind == "tensor"

@@ -53,19 +53,25 @@ class TrainingLoop:
         if not backwards:
             return
         self._retained(an, frame)
-        if not any(e.kind in ("step", "update") for e in events):
-            return  # gradients accumulated on purpose, stepped by an outer loop
+        if not any(e.kind in ("step", "update") and not e.fresh for e in events):
+            # Accumulated on purpose and stepped by an outer loop, or stepped by an
+            # optimiser made in this iteration (for tensors of this iteration).
+            return
         if not any(e.kind == "zero" for e in events):
             an.report(NEVER_ZEROED, backwards[0].node)
         for event in backwards:
             event.handled = True
 
     def _retained(self, an: Analyzer, frame: LoopFrame) -> None:
+        """A retained backward that only a state carried into the next iteration needs."""
         events = frame.events
+        carried = frame.carried()
         for index, event in enumerate(events):
             if event.kind != "backward" or not event.retain or not event.fresh or event.handled:
                 continue
-            if not any(later.kind == "backward" for later in events[index + 1 :]):
+            if any(later.kind == "backward" for later in events[index + 1 :]):
+                continue  # a second backward() in the iteration needs the graph
+            if carried and any(an.scope.depends_on(root, carried) for root in event.roots):
                 an.report(RETAINED_IN_LOOP, event.node)
 
     def on_scope_end(self, an: Analyzer, scope: Scope) -> None:
