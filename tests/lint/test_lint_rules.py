@@ -214,3 +214,15 @@ def test_module_runs_as_a_command(tmp_path):
         text=True,
     )
     assert all(code in listed.stdout for code in RULES)
+
+
+def test_the_linter_never_imports_torch(tmp_path):
+    path = _write(tmp_path, "a.py", "import torch\nx = torch.autograd.Variable(torch.ones(1))\n")
+    code = (
+        "import sys\nfrom autograd_pitfalls.lint.cli import main\n"
+        f"status = main([{str(path)!r}])\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\nsys.exit(status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    assert "AGP110" in result.stdout

@@ -14,39 +14,38 @@ import ast
 from collections.abc import Iterator
 from typing import ClassVar
 
-__all__ = ["PitfallChecker"]
+__all__ = ["OFF_BY_DEFAULT", "PitfallChecker", "may_report"]
 
 PREFIX = "AGP"
+# The rules off by default (their Rule says so; a test keeps this list equal to theirs):
+# written out here so that loading the plugin imports no rule.
+OFF_BY_DEFAULT = ("AGP104", "AGP171")
 
 
-def _codes() -> dict:
-    from autograd_pitfalls.lint.registry import RULES
-
-    return RULES
+def _listed(options, *names: str) -> list[str]:
+    return [code for name in names for code in (getattr(options, name, None) or [])]
 
 
-def _may_be_reported(code: str, options) -> bool:
-    """False when flake8's options surely leave ``code`` unreported.
+def may_report(options) -> bool:
+    """False when flake8's options surely leave every AGP code unreported.
 
-    That is flake8's documented precedence: an explicit ``--select`` that does not match
-    it, or an ``--ignore`` that matches it with a longer prefix than any ``--select`` does.
+    That is flake8's documented precedence: an explicit ``--select`` none of whose
+    entries matches an AGP code, or an ``--ignore`` that matches them all (``AGP``,
+    ``A``) with a longer prefix than any ``--select`` entry that matches one.
     """
-    select = getattr(options, "select", None)
-    extend_select = getattr(options, "extend_select", None) or []
-    selected = [prefix for prefix in [*(select or []), *extend_select] if code.startswith(prefix)]
-    if select is not None and not selected:
+
+    def matches(entry: str) -> bool:  # `A`, `AGP`, `AGP1` and `AGP104` all match AGP codes
+        return entry.startswith(PREFIX) or PREFIX.startswith(entry)
+
+    selected = [entry for entry in _listed(options, "select", "extend_select") if matches(entry)]
+    if getattr(options, "select", None) is not None and not selected:
         return False
     ignored = [
-        prefix
-        for prefix in [
-            *(getattr(options, "ignore", None) or []),
-            *(getattr(options, "extend_ignore", None) or []),
-        ]
-        if code.startswith(prefix)
+        entry for entry in _listed(options, "ignore", "extend_ignore") if PREFIX.startswith(entry)
     ]
-    if ignored and not selected:
-        return False
-    return not ignored or max(map(len, selected)) > max(map(len, ignored))
+    if not ignored:
+        return True
+    return bool(selected) and max(map(len, selected)) > max(map(len, ignored))
 
 
 class PitfallChecker:
@@ -64,14 +63,12 @@ class PitfallChecker:
     @staticmethod
     def add_options(option_manager) -> None:
         """Keeps the rules that are off by default off unless selected."""
-        option_manager.extend_default_ignore(
-            [code for code, rule in _codes().items() if not rule.on_by_default]
-        )
+        option_manager.extend_default_ignore(list(OFF_BY_DEFAULT))
 
     @classmethod
     def parse_options(cls, options) -> None:
         """Notes whether any AGP code can be reported with these options."""
-        cls.active = any(_may_be_reported(code, options) for code in _codes())
+        cls.active = may_report(options)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         """Yields ``(line, column from 0, "CODE message", type)`` per finding."""
@@ -81,9 +78,9 @@ class PitfallChecker:
         if "torch" not in source:  # as TorchFix: no torch, nothing to check
             return
         from autograd_pitfalls.lint.engine import lint_tree
+        from autograd_pitfalls.lint.registry import RULES
 
-        rules = _codes()
-        for finding in lint_tree(self.tree, source, self.filename, set(rules)):  # type: ignore[arg-type]
+        for finding in lint_tree(self.tree, source, self.filename, set(RULES)):  # type: ignore[arg-type]
             where = f"[{finding.pitfall}, taught in {finding.notebook}]"
             message = f"{finding.code} {finding.text} {where}"
             yield finding.line, finding.column - 1, message, type(self)
