@@ -227,3 +227,14 @@ def test_the_linter_never_imports_torch(tmp_path):
     assert result.returncode != 3, "the linter imported torch"
     assert result.returncode == 1, result.stderr
     assert "AGP110" in result.stdout
+
+
+def test_code_nested_deeply_is_read_and_deeper_code_is_an_error_not_a_crash(tmp_path, capsys):
+    long_sum = "+".join(["torch.ones(1)"] * 2000)
+    deep = _write(tmp_path, "deep.py", f"import torch\ny = {long_sum}\nprint(y.data[0])\n")
+    too_deep = _write(tmp_path, "too_deep.py", "import torch\ny = " + "+".join(["x"] * 50000))
+    assert main([str(deep), str(too_deep)]) == 2
+    captured = capsys.readouterr()
+    assert f"{too_deep}:1:1: cannot parse: expressions nested too deeply" in captured.err
+    assert f"{deep}:3:7: AGP101" in captured.out
+    assert sys.getrecursionlimit() < 20_000  # put back

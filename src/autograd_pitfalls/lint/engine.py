@@ -9,7 +9,9 @@ until no fix is left (a fix inside another one lands on the next pass).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from autograd_pitfalls.lint.analyzer import Analyzer, ProgramState, RawFinding, SourceText
 from autograd_pitfalls.lint.base import Edit, Finding
@@ -42,12 +44,45 @@ def parse(code: str, path: str = "<cell>") -> ast.Module:
     """
     try:
         return ast.parse(code, filename=path)
+    except RecursionError:
+        raise LintSyntaxError(f"{path}:1:1: cannot parse: expressions nested too deeply") from None
     except SyntaxError as error:
         raise LintSyntaxError(
             f"{path}:{error.lineno or 1}:{error.offset or 1}: cannot parse: {error.msg}"
         ) from None
     except ValueError as error:  # null bytes
         raise LintSyntaxError(f"{path}:1:1: cannot parse: {error}") from None
+
+
+# The analysis recurses once or twice per level of an expression: a sum of a few hundred
+# terms is deeper than Python's default limit of 1,000 frames. Python-to-Python calls use no
+# C stack since 3.11, so a higher limit is safe; deeper code still gets a clear error.
+_RECURSION_LIMIT = 20_000
+
+
+@contextmanager
+def _deep_code(path: str) -> Iterator[None]:
+    """Raises the recursion limit while reading; past it, a clear error rather than a crash."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        yield
+    except RecursionError:
+        raise LintSyntaxError(f"{path}:1:1: cannot check: expressions nested too deeply") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _run(analyzer: Analyzer, tree: ast.Module, unit: str | None, source: SourceText, path: str):
+    """Reads one unit's top level."""
+    with _deep_code(path):
+        analyzer.run_cell(tree, unit, source)
+
+
+def _finish(analyzer: Analyzer, path: str) -> list[RawFinding]:
+    """Reads the functions and ends the program."""
+    with _deep_code(path):
+        return analyzer.finish()
 
 
 def _findings(
@@ -121,16 +156,20 @@ def lint_source(
     tree = parse(code, path)
     source = SourceText(code)
     analyzer = Analyzer(families_for(codes))
-    analyzer.run_cell(tree, None, source)
-    return _findings(analyzer.finish(), codes, path, {None: source}, cell)
+    _run(analyzer, tree, None, source, path)
+    return _findings(_finish(analyzer, path), codes, path, {None: source}, cell)
 
 
 def lint_tree(tree: ast.Module, code: str, path: str, codes: set[str]) -> list[Finding]:
-    """Checks an already parsed module (flake8 hands its own tree over)."""
+    """Checks an already parsed module (flake8 hands its own tree over).
+
+    Raises:
+        LintSyntaxError: If the code is nested too deeply to be read.
+    """
     source = SourceText(code)
     analyzer = Analyzer(families_for(codes))
-    analyzer.run_cell(tree, None, source)
-    return _findings(analyzer.finish(), codes, path, {None: source})
+    _run(analyzer, tree, None, source, path)
+    return _findings(_finish(analyzer, path), codes, path, {None: source})
 
 
 def _lint_cells(
@@ -147,8 +186,15 @@ def _lint_cells(
             continue
         source = SourceText(cell.python)
         sources[cell.id] = source
-        analyzer.run_cell(tree, cell.id, source)
-    return _findings(analyzer.finish(), codes, path, sources), errors
+        try:
+            _run(analyzer, tree, cell.id, source, path)
+        except LintSyntaxError as error:
+            errors.append(f"{error} (cell {cell.id})")
+    try:
+        raw = _finish(analyzer, path)
+    except LintSyntaxError as error:
+        return [], [*errors, str(error)]
+    return _findings(raw, codes, path, sources), errors
 
 
 def lint_unit(
@@ -285,5 +331,5 @@ class CellSession:
         source = SourceText(code)
         self.sources[label] = source
         analyzer = Analyzer(families_for(self.codes), self.state)
-        analyzer.run_cell(tree, label, source)
-        return _findings(analyzer.finish(), self.codes, label, self.sources)
+        _run(analyzer, tree, label, source, label)
+        return _findings(_finish(analyzer, label), self.codes, label, self.sources)

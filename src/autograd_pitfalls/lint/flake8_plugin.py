@@ -77,10 +77,14 @@ class PitfallChecker:
         source = "".join(self.lines)
         if "torch" not in source:  # as TorchFix: no torch, nothing to check
             return
-        from autograd_pitfalls.lint.engine import lint_tree
+        from autograd_pitfalls.lint.engine import LintSyntaxError, lint_tree
         from autograd_pitfalls.lint.registry import RULES
 
-        for finding in lint_tree(self.tree, source, self.filename, set(RULES)):  # type: ignore[arg-type]
+        try:
+            findings = lint_tree(self.tree, source, self.filename, set(RULES))  # type: ignore[arg-type]
+        except LintSyntaxError:
+            return  # nested too deeply to read: nothing to say, flake8's own checks go on
+        for finding in findings:
             where = f"[{finding.pitfall}, taught in {finding.notebook}]"
             message = f"{finding.code} {finding.text} {where}"
             yield finding.line, finding.column - 1, message, type(self)
