@@ -12,12 +12,9 @@ Regenerate after editing the notebooks or the rules, then review the diff:
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from autograd_pitfalls.lint.engine import lint_source
+from autograd_pitfalls.lint.engine import lint_unit
 from autograd_pitfalls.lint.sources import find_files, units_in
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,32 +26,20 @@ HEADER = (
 )
 
 
-def _file_findings(path: Path) -> list[str]:
-    lines = []
-    for unit in units_in(path):
-        relative = Path(unit.path).relative_to(REPO).as_posix()
-        for finding in lint_source(unit.code, relative, select=["ALL"], cell=unit.cell):
-            lines.append(f"{relative} {finding.cell or '-'} {finding.line} {finding.code}")
-    return lines
-
-
 def course_findings() -> list[str]:
     """One ``path cell line code`` line per finding in notebooks/ and solutions/.
 
-    The files are linted in parallel, one process per core (about 4 s each on one core:
-    LibCST's walk is pure Python), and their findings joined in file order.
+    A notebook's cells are read in order as one program, as the notebook runs.
     """
-    files = list(find_files([str(REPO / "notebooks"), str(REPO / "solutions")]))
-    # spawn, not fork: the test process has torch (and its thread pools) loaded.
-    context = multiprocessing.get_context("spawn")
-    workers = max(1, min(len(files), os.cpu_count() or 1))
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        # The largest first, so that no core is left with a large file at the end.
-        futures = {
-            path: pool.submit(_file_findings, path)
-            for path in sorted(files, key=lambda path: path.stat().st_size, reverse=True)
-        }
-        return [line for path in files for line in futures[path].result()]
+    lines = []
+    for path in find_files([str(REPO / "notebooks"), str(REPO / "solutions")]):
+        relative = path.relative_to(REPO).as_posix()
+        for unit in units_in(path):
+            findings, errors = lint_unit(unit, select=["ALL"])
+            assert not errors, errors
+            for finding in findings:
+                lines.append(f"{relative} {finding.cell or '-'} {finding.line} {finding.code}")
+    return lines
 
 
 def read_expected() -> list[str]:

@@ -103,7 +103,7 @@ def test_a_finding_carries_file_line_column_code_message_pitfall_and_notebook():
 
 
 def test_select_and_ignore_take_codes_prefixes_and_all():
-    assert resolve_codes(["AGP11"]) == {"AGP110", "AGP111"}
+    assert resolve_codes(["AGP11"]) == {"AGP110", "AGP111", "AGP112"}
     assert resolve_codes(["ALL"], ["AGP1"]) == set()
     assert resolve_codes(None) == default_codes()
     assert not all(rule.on_by_default for rule in RULES.values())
@@ -214,3 +214,27 @@ def test_module_runs_as_a_command(tmp_path):
         text=True,
     )
     assert all(code in listed.stdout for code in RULES)
+
+
+def test_the_linter_never_imports_torch(tmp_path):
+    path = _write(tmp_path, "a.py", "import torch\nx = torch.autograd.Variable(torch.ones(1))\n")
+    code = (
+        "import sys\nfrom autograd_pitfalls.lint.cli import main\n"
+        f"status = main([{str(path)!r}])\n"
+        "sys.exit(3 if 'torch' in sys.modules else status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode != 3, "the linter imported torch"
+    assert result.returncode == 1, result.stderr
+    assert "AGP110" in result.stdout
+
+
+def test_code_nested_deeply_is_read_and_deeper_code_is_an_error_not_a_crash(tmp_path, capsys):
+    long_sum = "+".join(["torch.ones(1)"] * 2000)
+    deep = _write(tmp_path, "deep.py", f"import torch\ny = {long_sum}\nprint(y.data[0])\n")
+    too_deep = _write(tmp_path, "too_deep.py", "import torch\ny = " + "+".join(["x"] * 50000))
+    assert main([str(deep), str(too_deep)]) == 2
+    captured = capsys.readouterr()
+    assert f"{too_deep}:1:1: cannot parse: expressions nested too deeply" in captured.err
+    assert f"{deep}:3:7: AGP101" in captured.out
+    assert sys.getrecursionlimit() < 20_000  # put back

@@ -7,15 +7,15 @@ could not be checked (it is named on stderr; the other files are still checked).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
 from autograd_pitfalls.lint.base import Finding
-from autograd_pitfalls.lint.engine import LintSyntaxError, fix_source, lint_unit
+from autograd_pitfalls.lint.engine import LintSyntaxError, fix_source, fix_unit, lint_unit
+from autograd_pitfalls.lint.output import FORMATS, format_findings
 from autograd_pitfalls.lint.registry import RULES, UnknownCodeError, resolve_codes
-from autograd_pitfalls.lint.sources import cell_as_python, find_files, units_in
+from autograd_pitfalls.lint.sources import CodeUnit, find_files, units_in, write_notebook
 
 __all__ = ["main"]
 
@@ -33,7 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--select", help="codes or prefixes to run (AGP101,AGP11 or ALL)")
     parser.add_argument("--ignore", help="codes or prefixes not to run")
     parser.add_argument("--fix", action="store_true", help="apply the fixes that are exact")
-    parser.add_argument("--format", choices=["flake8", "json"], default="flake8")
+    parser.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="flake8",
+        help="flake8 lines (default), json, sarif (GitHub code scanning), github (annotations)",
+    )
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     parser.add_argument("--list-rules", action="store_true", help="print the rules and exit")
     return parser
@@ -49,14 +54,11 @@ def _list_rules() -> str:
     return "\n".join(lines)
 
 
-def _lint_units(units, args, errors: list[str]) -> list[Finding]:
-    findings = []
-    for unit in units:
-        if "torch" not in unit.code:  # as TorchFix: code that never names torch is skipped
-            continue
-        found, unit_errors = lint_unit(unit, args.select, args.ignore)
-        findings += found
-        errors += unit_errors
+def _lint(unit: CodeUnit, args, errors: list[str]) -> list[Finding]:
+    if "torch" not in unit.text:  # as TorchFix: code that never names torch is skipped
+        return []
+    findings, unit_errors = lint_unit(unit, args.select, args.ignore)
+    errors += unit_errors
     return findings
 
 
@@ -65,22 +67,37 @@ def _check_file(path: Path, args, errors: list[str], fixed: Counter[str]) -> lis
     try:
         units = list(units_in(path))
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        errors.append(f"{path}: {error}")
+        errors.append(f"{error}" if str(path) in str(error) else f"{path}: {error}")
         return []
-    if not args.fix:
-        return _lint_units(units, args, errors)
-    before = Counter(finding.code for finding in _lint_units(units, args, []))
-    _fix_file(path, units, args, errors)
-    try:
-        units = list(units_in(path))
-    except (OSError, ValueError) as error:
-        errors.append(f"{path}: {error}")
-        return []
-    findings = _lint_units(units, args, errors)
+    findings = [finding for unit in units for finding in _lint(unit, args, errors)]
+    if not args.fix or not any(finding.fixable for finding in findings):
+        return findings
+    before = Counter(finding.code for finding in findings)
+    findings = []
+    for unit in units:
+        findings += _fix(path, unit, args, errors)
     removed = before - Counter(finding.code for finding in findings)
     if removed:
         print(f"{path}: fixed {_counted(removed)}", file=sys.stderr)
         fixed.update(removed)
+    return findings
+
+
+def _fix(path: Path, unit: CodeUnit, args, errors: list[str]) -> list[Finding]:
+    """Rewrites a file (or a notebook's plain-Python cells) with the exact fixes."""
+    if not unit.is_notebook:
+        try:
+            code, findings = fix_source(unit.code, str(path), args.select, args.ignore)
+        except LintSyntaxError as error:
+            errors.append(str(error))
+            return []
+        if code != unit.code:
+            path.write_text(code, encoding="utf-8")
+        return findings
+    changed, findings, unit_errors = fix_unit(unit, args.select, args.ignore)
+    errors += unit_errors
+    if changed:
+        write_notebook(unit, changed, path)
     return findings
 
 
@@ -89,34 +106,6 @@ def _counted(codes: Counter[str]) -> str:
     total = sum(codes.values())
     parts = [f"{code} x{count}" if count > 1 else code for code, count in sorted(codes.items())]
     return f"{total} finding{'' if total == 1 else 's'} ({', '.join(parts)})"
-
-
-def _fix_file(path: Path, units, args, errors: list[str]) -> None:
-    """Rewrites a file (or a notebook's plain-Python cells) with the exact fixes."""
-    if path.suffix != ".ipynb":
-        try:
-            fixed, _ = fix_source(units[0].code, str(path), args.select, args.ignore)
-        except LintSyntaxError as error:
-            errors.append(str(error))
-            return
-        if fixed != units[0].code:
-            path.write_text(fixed, encoding="utf-8")
-        return
-    import nbformat
-
-    notebook = nbformat.read(path, as_version=4)
-    changed = False
-    for cell in notebook.cells:
-        if cell.get("cell_type") != "code" or cell_as_python(cell.source) != cell.source:
-            continue  # cells with magics are checked, never rewritten
-        try:
-            fixed, _ = fix_source(cell.source, str(path), args.select, args.ignore)
-        except LintSyntaxError:
-            continue  # reported when the notebook is checked
-        if fixed != cell.source:
-            cell.source, changed = fixed, True
-    if changed:
-        nbformat.write(notebook, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one file or folder (or --list-rules)")
     args.select, args.ignore = _codes(args.select), _codes(args.ignore) or []
     try:
-        resolve_codes(args.select, args.ignore)
+        codes = resolve_codes(args.select, args.ignore)
     except UnknownCodeError as error:
         parser.error(str(error))
     findings: list[Finding] = []
@@ -142,11 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     for path in files:
         findings += _check_file(path, args, errors, fixed)
-    if args.format == "json":
-        print(json.dumps([finding.as_dict() for finding in findings], indent=2))
-    else:
-        for finding in findings:
-            print(finding.flake8_line())
+    selected = {code: rule for code, rule in RULES.items() if code in codes}
+    sys.stdout.write(format_findings(findings, args.format, selected))
     if args.fix:
         # On stderr, as each file's line: stdout stays findings only (flake8 lines, JSON).
         done = _counted(fixed) if fixed else "nothing"

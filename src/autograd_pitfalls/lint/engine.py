@@ -1,69 +1,131 @@
-"""Run the rules over source code, and apply their fixes (the codemods).
+"""Run the rules over source code, a notebook or a session's cells, and apply their fixes.
 
-One parse, one metadata pass, every selected family visiting in a single batched walk
-(TorchFix's ``visit_batched``). A fix is a replacement node recorded with a finding; fixes
-are applied by node identity, innermost first, and the code is checked again until no fix
-is left (a fix inside another one lands on the next pass).
+One parse with Python's ``ast`` and one pass of the analysis (``analyzer.py``) per unit,
+every selected rule family watching it. A fix is a list of text edits recorded with a
+finding; fixes that do not overlap are applied together, and the code is checked again
+until no fix is left (a fix inside another one lands on the next pass).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-import libcst as cst
+from autograd_pitfalls.lint.analyzer import Analyzer, ProgramState, RawFinding, SourceText
+from autograd_pitfalls.lint.base import Edit, Finding
+from autograd_pitfalls.lint.registry import families_for, resolve_codes
+from autograd_pitfalls.lint.sources import Cell, CodeUnit
 
-from autograd_pitfalls.lint.base import Finding, Violation
-from autograd_pitfalls.lint.registry import resolve_codes, visitors_for
-from autograd_pitfalls.lint.sources import CodeUnit
-
-__all__ = ["LintSyntaxError", "fix_source", "lint_source", "lint_unit", "violations_in"]
+__all__ = [
+    "CellSession",
+    "LintSyntaxError",
+    "apply_edits",
+    "fix_source",
+    "fix_unit",
+    "lint_source",
+    "lint_unit",
+    "parse",
+]
 
 _MAX_FIX_PASSES = 5  # nested fixes need one pass per level; real code has two at most
 
 
 class LintSyntaxError(SyntaxError):
-    """Code that LibCST cannot parse (raised with the file and line it stopped at)."""
+    """Code that Python cannot parse (raised with the file and line it stopped at)."""
 
 
-def parse(code: str, path: str = "<cell>") -> cst.Module:
-    """Parses ``code`` with LibCST.
+def parse(code: str, path: str = "<cell>") -> ast.Module:
+    """Parses ``code`` with Python's own parser.
 
     Raises:
         LintSyntaxError: If ``code`` is not valid Python.
     """
     try:
-        return cst.parse_module(code)
-    except cst.ParserSyntaxError as error:
+        return ast.parse(code, filename=path)
+    except RecursionError:
+        raise LintSyntaxError(f"{path}:1:1: cannot parse: expressions nested too deeply") from None
+    except SyntaxError as error:
         raise LintSyntaxError(
-            f"{path}:{error.raw_line}:{error.raw_column + 1}: cannot parse: {error.message}"
+            f"{path}:{error.lineno or 1}:{error.offset or 1}: cannot parse: {error.msg}"
         ) from None
+    except ValueError as error:  # null bytes
+        raise LintSyntaxError(f"{path}:1:1: cannot parse: {error}") from None
 
 
-def violations_in(module: cst.Module, codes: set[str]) -> list[Violation]:
-    """Every violation of the rules in ``codes``, sorted by position."""
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    visitors = visitors_for(codes)
-    wrapper.visit_batched(visitors)
-    found = [v for visitor in visitors for v in visitor.violations if v.rule.code in codes]
-    return sorted(found, key=lambda v: (v.line, v.column, v.rule.code))
+# The analysis recurses once or twice per level of an expression: a sum of a few hundred
+# terms is deeper than Python's default limit of 1,000 frames. Python-to-Python calls use no
+# C stack since 3.11, so a higher limit is safe; deeper code still gets a clear error.
+_RECURSION_LIMIT = 20_000
 
 
-def _findings(violations: list[Violation], path: str, cell: str | None) -> list[Finding]:
-    return [
-        Finding(
-            path=path,
-            line=v.line,
-            column=v.column,
-            code=v.rule.code,
-            message=v.rule.message,
-            pitfall=v.rule.pitfall,
-            notebook=v.rule.notebook,
-            cell=cell,
-            fixable=v.replacement is not None,
+@contextmanager
+def _deep_code(path: str) -> Iterator[None]:
+    """Raises the recursion limit while reading; past it, a clear error rather than a crash."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        yield
+    except RecursionError:
+        raise LintSyntaxError(f"{path}:1:1: cannot check: expressions nested too deeply") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _run(analyzer: Analyzer, tree: ast.Module, unit: str | None, source: SourceText, path: str):
+    """Reads one unit's top level."""
+    with _deep_code(path):
+        analyzer.run_cell(tree, unit, source)
+
+
+def _finish(analyzer: Analyzer, path: str) -> list[RawFinding]:
+    """Reads the functions and ends the program."""
+    with _deep_code(path):
+        return analyzer.finish()
+
+
+def _findings(
+    raw: list[RawFinding],
+    codes: set[str],
+    path: str,
+    sources: dict[str | None, SourceText],
+    cell: str | None = None,
+) -> list[Finding]:
+    """The analysis's findings of the selected rules, placed by line and column."""
+    order = {unit: index for index, unit in enumerate(sources)}
+    placed = []
+    for finding in raw:
+        rule = finding.rule
+        if rule.code not in codes:
+            continue
+        source = sources[finding.unit]
+        node = finding.node
+        line = node.lineno  # type: ignore[attr-defined]
+        edits = tuple(
+            Edit(source.offset(l1, c1), source.offset(l2, c2), text)
+            for l1, c1, l2, c2, text in finding.edits
         )
-        for v in violations
-    ]
+        placed.append(
+            (
+                order[finding.unit],
+                Finding(
+                    path=path,
+                    line=line,
+                    column=source.column(line, node.col_offset) + 1,  # type: ignore[attr-defined]
+                    code=rule.code,
+                    message=rule.message,
+                    pitfall=rule.pitfall,
+                    notebook=rule.notebook,
+                    cell=finding.unit if finding.unit is not None else cell,
+                    fixable=bool(edits),
+                    detail=finding.detail,
+                    edits=edits,
+                ),
+            )
+        )
+    placed.sort(key=lambda pair: (pair[0], pair[1].line, pair[1].column, pair[1].code))
+    return [finding for _, finding in placed]
 
 
 def lint_source(
@@ -76,7 +138,7 @@ def lint_source(
     """Checks Python source for the course's pitfalls.
 
     Args:
-        code: Python source (a file's text or a notebook cell without magics).
+        code: Python source (a file's text, or a notebook cell without magics).
         path: The name findings report.
         select: Codes or prefixes to run (``["AGP1"]``, ``["ALL"]``); default: the rules
             that are on by default.
@@ -91,7 +153,48 @@ def lint_source(
         UnknownCodeError: If a selected or ignored code names no rule.
     """
     codes = resolve_codes(select, ignore)
-    return _findings(violations_in(parse(code, path), codes), path, cell)
+    tree = parse(code, path)
+    source = SourceText(code)
+    analyzer = Analyzer(families_for(codes))
+    _run(analyzer, tree, None, source, path)
+    return _findings(_finish(analyzer, path), codes, path, {None: source}, cell)
+
+
+def lint_tree(tree: ast.Module, code: str, path: str, codes: set[str]) -> list[Finding]:
+    """Checks an already parsed module (flake8 hands its own tree over).
+
+    Raises:
+        LintSyntaxError: If the code is nested too deeply to be read.
+    """
+    source = SourceText(code)
+    analyzer = Analyzer(families_for(codes))
+    _run(analyzer, tree, None, source, path)
+    return _findings(_finish(analyzer, path), codes, path, {None: source})
+
+
+def _lint_cells(
+    path: str, cells: tuple[Cell, ...], codes: set[str]
+) -> tuple[list[Finding], list[str]]:
+    analyzer = Analyzer(families_for(codes))
+    sources: dict[str | None, SourceText] = {}
+    errors = []
+    for cell in cells:
+        try:
+            tree = parse(cell.python, path)
+        except LintSyntaxError as error:
+            errors.append(f"{error} (cell {cell.id})")
+            continue
+        source = SourceText(cell.python)
+        sources[cell.id] = source
+        try:
+            _run(analyzer, tree, cell.id, source, path)
+        except LintSyntaxError as error:
+            errors.append(f"{error} (cell {cell.id})")
+    try:
+        raw = _finish(analyzer, path)
+    except LintSyntaxError as error:
+        return [], [*errors, str(error)]
+    return _findings(raw, codes, path, sources), errors
 
 
 def lint_unit(
@@ -99,49 +202,38 @@ def lint_unit(
 ) -> tuple[list[Finding], list[str]]:
     """Checks a file or a whole notebook; returns the findings and the parse errors.
 
-    A notebook whose cells do not parse as one module (a cell with a syntax error) is
-    checked cell by cell, and each cell that does not parse is named in the errors.
+    A notebook's code cells are read in order as one program. A cell that does not
+    parse is named in the errors and skipped; the cells after it are still read.
     """
-    if not unit.cells:
+    codes = resolve_codes(select, ignore)
+    if not unit.is_notebook:
         try:
-            return lint_source(unit.code, unit.path, select, ignore, unit.cell), []
+            return lint_source(unit.code, unit.path, select, ignore), []
         except LintSyntaxError as error:
             return [], [str(error)]
-    try:
-        findings = lint_source(unit.code, unit.path, select, ignore)
-    except LintSyntaxError:
-        findings, errors = [], []
-        for cell in unit.split():
-            try:
-                findings += lint_source(cell.code, cell.path, select, ignore, cell.cell)
-            except LintSyntaxError as error:
-                errors.append(f"{error} (cell {cell.cell})")
-        return findings, errors
-    placed = []
-    for finding in findings:
-        cell, line = unit.cell_at(finding.line)
-        placed.append(replace(finding, cell=cell, line=line))
-    return placed, []
+    return _lint_cells(unit.path, unit.cells, codes)
 
 
-class _ReplaceByIdentity(cst.CSTTransformer):
-    """Puts each replacement where its original node was (TorchFix's deep_multi_replace).
+def apply_edits(text: str, fixes: Iterable[tuple[Edit, ...]]) -> str:
+    """Applies each fix (a group of edits) that overlaps no fix applied before it.
 
-    A node whose children changed in this pass keeps them and waits for the next pass:
-    its own replacement was built from the old children.
+    The fixes with the smallest edits go first: a fix inside another one is applied now,
+    and the outer one on the next pass, built from the inner one's result.
     """
-
-    def __init__(self, replacements: dict[int, cst.CSTNode]) -> None:
-        super().__init__()
-        self.replacements = replacements
-        self.applied = 0
-
-    def on_leave(self, original_node, updated_node):
-        replacement = self.replacements.get(id(original_node))
-        if replacement is None or not updated_node.deep_equals(original_node):
-            return updated_node
-        self.applied += 1
-        return replacement
+    accepted: list[Edit] = []
+    ordered = sorted(fixes, key=lambda edits: max(edit.end - edit.start for edit in edits))
+    for edits in ordered:
+        if any(
+            (edit.start < other.end and other.start < edit.end)
+            or (edit.start == edit.end == other.start == other.end)
+            for edit in edits
+            for other in accepted
+        ):
+            continue  # lands on the next pass, on the text this pass leaves
+        accepted.extend(edits)
+    for edit in sorted(accepted, key=lambda edit: (edit.start, edit.end), reverse=True):
+        text = text[: edit.start] + edit.text + text[edit.end :]
+    return text
 
 
 def fix_source(
@@ -164,17 +256,80 @@ def fix_source(
     Raises:
         LintSyntaxError: If ``code`` is not valid Python.
     """
-    codes = resolve_codes(select, ignore)
-    module = parse(code, path)
+    findings = lint_source(code, path, select, ignore)
     for _ in range(_MAX_FIX_PASSES):
-        violations = violations_in(module, codes)
-        replacements = {
-            id(v.replaces or v.node): v.replacement for v in violations if v.replacement
-        }
-        if not replacements:
+        fixes = [finding.edits for finding in findings if finding.edits]
+        if not fixes:
             break
-        transformer = _ReplaceByIdentity(replacements)
-        module = module.visit(transformer)
-        if transformer.applied == 0:
+        fixed = apply_edits(code, fixes)
+        if fixed == code:
             break
-    return module.code, _findings(violations_in(module, codes), path, None)
+        code = fixed
+        findings = lint_source(code, path, select, ignore)
+    return code, findings
+
+
+def fix_unit(
+    unit: CodeUnit, select: Iterable[str] | None = None, ignore: Iterable[str] = ()
+) -> tuple[dict[int, str], list[Finding], list[str]]:
+    """Applies the safe fixes to a notebook's plain-Python cells, read as one program.
+
+    Cells with magics are checked, never rewritten.
+
+    Returns:
+        The new source of each cell that changed (by the cell's index in the notebook),
+        the findings left, and the cells that did not parse.
+    """
+    codes = resolve_codes(select, ignore)
+    cells = list(unit.cells)
+    changed: dict[int, str] = {}
+    findings, errors = _lint_cells(unit.path, tuple(cells), codes)
+    for _ in range(_MAX_FIX_PASSES):
+        by_cell: dict[str, list[tuple[Edit, ...]]] = {}
+        for finding in findings:
+            if finding.edits and finding.cell is not None:
+                by_cell.setdefault(finding.cell, []).append(finding.edits)
+        progress = False
+        for position, cell in enumerate(cells):
+            if cell.id not in by_cell or not cell.plain:
+                continue
+            fixed = apply_edits(cell.source, by_cell[cell.id])
+            if fixed != cell.source:
+                cells[position] = Cell(cell.id, fixed, fixed, cell.index)
+                changed[cell.index] = fixed
+                progress = True
+        if not progress:
+            break
+        findings, errors = _lint_cells(unit.path, tuple(cells), codes)
+    return changed, findings, errors
+
+
+class CellSession:
+    """An IPython session's cells, read in order as one program (the extension's state).
+
+    Args:
+        select: As for :func:`lint_source`.
+        ignore: As for :func:`lint_source`.
+    """
+
+    def __init__(self, select: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> None:
+        self.codes = resolve_codes(select, ignore)
+        self.state = ProgramState()
+        self.sources: dict[str | None, SourceText] = {}
+
+    def lint(self, code: str, label: str) -> list[Finding]:
+        """Checks one cell, after the earlier ones; returns the findings it brings.
+
+        Args:
+            code: The cell's Python (IPython syntax already turned into Python).
+            label: The cell's name in findings (``"[3]"``: its execution count).
+
+        Raises:
+            LintSyntaxError: If the cell is not valid Python (the state is unchanged).
+        """
+        tree = parse(code, label)
+        source = SourceText(code)
+        self.sources[label] = source
+        analyzer = Analyzer(families_for(self.codes), self.state)
+        _run(analyzer, tree, label, source, label)
+        return _findings(_finish(analyzer, label), self.codes, label, self.sources)

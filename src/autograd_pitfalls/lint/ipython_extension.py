@@ -1,52 +1,81 @@
-"""``%load_ext autograd_pitfalls.lint``: check each cell before it runs.
+"""``%load_ext autograd_pitfalls.lint``: check each cell before it runs, after the earlier ones.
 
 A ``pre_run_cell`` callback lints the cell's source and prints the findings, so they appear
-above the cell's own output. It never stops the cell: a cell that is not Python (a cell
-magic, a syntax error that Python will report itself) or any failure of the linter prints
-nothing and lets the cell run.
+above the cell's own output. The session's cells are read as one program (a
+:class:`~autograd_pitfalls.lint.engine.CellSession`): what an earlier cell imported or
+defined is known in the next, and a write in one cell into a tensor another cell saved is
+found at the backward() of a third. It never stops the cell: a cell that is not Python (a
+cell magic, a syntax error that Python will report itself) or any failure of the linter
+prints nothing and lets the cell run.
 """
 
 from __future__ import annotations
 
 from autograd_pitfalls.lint.base import Finding
-from autograd_pitfalls.lint.engine import lint_source
+from autograd_pitfalls.lint.engine import CellSession, LintSyntaxError, lint_source
 from autograd_pitfalls.lint.sources import cell_as_python
 
 __all__ = ["check_cell", "lint_cell", "load_ipython_extension", "unload_ipython_extension"]
 
 _HEADER = "autograd-pitfalls lint:"
+_session: CellSession | None = None
 
 
-def lint_cell(source: str) -> list[Finding]:
-    """The findings in one cell's source (IPython syntax allowed), or [] if it cannot parse."""
+def lint_cell(
+    source: str, session: CellSession | None = None, label: str = "cell"
+) -> list[Finding]:
+    """The findings in one cell's source (IPython syntax allowed), or [] if it cannot parse.
+
+    Args:
+        source: The cell's source.
+        session: The cells run before it (None: the cell alone).
+        label: The cell's name in findings about other cells.
+    """
     try:
-        return lint_source(cell_as_python(source), path="cell")
-    except SyntaxError:
+        python = cell_as_python(source)
+        if session is None:
+            return lint_source(python, path="cell")
+        return session.lint(python, label)
+    except (SyntaxError, LintSyntaxError):
         return []
+
+
+def _location(finding: Finding, label: str) -> str:
+    where = f"line {finding.line}, col {finding.column}"
+    return where if finding.cell in (None, label) else f"cell {finding.cell}, {where}"
 
 
 def check_cell(info) -> None:
     """The ``pre_run_cell`` callback: prints the cell's findings, never raises."""
     try:
-        findings = lint_cell(info.raw_cell or "")
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        count = getattr(shell, "execution_count", None)
+        label = f"[{count}]" if count is not None else "cell"
+        findings = lint_cell(info.raw_cell or "", _session, label)
     except Exception:  # the linter must never be why a learner's cell does not run
         return
     if findings:
         print(_HEADER)
         for finding in findings:
             print(
-                f"  line {finding.line}, col {finding.column}: {finding.code} "
-                f"{finding.message} [{finding.pitfall}, taught in {finding.notebook}]"
+                f"  {_location(finding, label)}: {finding.code} "
+                f"{finding.text} [{finding.pitfall}, taught in {finding.notebook}]"
             )
 
 
 def load_ipython_extension(ipython) -> None:
     """Registers :func:`check_cell` (once, however often the extension is loaded)."""
+    global _session
     if check_cell not in ipython.events.callbacks["pre_run_cell"]:
+        _session = CellSession()
         ipython.events.register("pre_run_cell", check_cell)
 
 
 def unload_ipython_extension(ipython) -> None:
-    """Stops checking cells."""
+    """Stops checking cells (and forgets them)."""
+    global _session
     if check_cell in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", check_cell)
+    _session = None

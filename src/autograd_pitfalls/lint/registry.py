@@ -4,37 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from autograd_pitfalls.lint.base import PitfallVisitor, Rule
-from autograd_pitfalls.lint.rules.assembly import AssemblyVisitor
-from autograd_pitfalls.lint.rules.data_attribute import DataAttributeVisitor
-from autograd_pitfalls.lint.rules.embedding_max_norm import EmbeddingMaxNormVisitor
-from autograd_pitfalls.lint.rules.graph_kept_alive import GraphKeptAliveVisitor
-from autograd_pitfalls.lint.rules.legacy_variable import LegacyVariableVisitor
-from autograd_pitfalls.lint.rules.numpy_grad import NumpyGradVisitor
-from autograd_pitfalls.lint.rules.parameters import ParameterVisitor
-from autograd_pitfalls.lint.rules.wrong_fix import WrongFixVisitor
-from autograd_pitfalls.lint.rules.zero_dim_index import ZeroDimIndexVisitor
+from autograd_pitfalls.lint.base import Rule
+from autograd_pitfalls.lint.rules.assembly import Assembly
+from autograd_pitfalls.lint.rules.data_attribute import DataAttribute
+from autograd_pitfalls.lint.rules.embedding_max_norm import EmbeddingMaxNorm
+from autograd_pitfalls.lint.rules.graph_kept_alive import GraphKeptAlive
+from autograd_pitfalls.lint.rules.legacy_variable import LegacyVariable
+from autograd_pitfalls.lint.rules.numpy_grad import NumpyGrad
+from autograd_pitfalls.lint.rules.parameters import Parameters
+from autograd_pitfalls.lint.rules.saved_tensor import SavedTensorWrite
+from autograd_pitfalls.lint.rules.training_loop import TrainingLoop
+from autograd_pitfalls.lint.rules.wrong_fix import WrongFix
+from autograd_pitfalls.lint.rules.zero_dim_index import ZeroDimIndex
 
-__all__ = ["RULES", "VISITORS", "UnknownCodeError", "default_codes", "resolve_codes"]
+__all__ = [
+    "FAMILIES",
+    "RULES",
+    "UnknownCodeError",
+    "default_codes",
+    "families_for",
+    "resolve_codes",
+]
 
-VISITORS: tuple[type[PitfallVisitor], ...] = (
-    DataAttributeVisitor,
-    ZeroDimIndexVisitor,
-    LegacyVariableVisitor,
-    AssemblyVisitor,
-    ParameterVisitor,
-    GraphKeptAliveVisitor,
-    EmbeddingMaxNormVisitor,
-    WrongFixVisitor,
-    NumpyGradVisitor,
+FAMILIES = (
+    DataAttribute,
+    ZeroDimIndex,
+    LegacyVariable,
+    Assembly,
+    SavedTensorWrite,
+    Parameters,
+    GraphKeptAlive,
+    EmbeddingMaxNorm,
+    WrongFix,
+    NumpyGrad,
+    TrainingLoop,
 )
 
-RULES: dict[str, Rule] = {
-    rule.code: rule
-    for visitor in VISITORS
-    for rule in sorted(visitor.RULES, key=lambda rule: rule.code)
-}
-RULES = dict(sorted(RULES.items()))
+RULES: dict[str, Rule] = dict(
+    sorted({rule.code: rule for family in FAMILIES for rule in family.RULES}.items())
+)
 
 
 class UnknownCodeError(ValueError):
@@ -70,6 +78,6 @@ def resolve_codes(select: Iterable[str] | None = None, ignore: Iterable[str] = (
     return chosen - _expand(ignore)
 
 
-def visitors_for(codes: set[str]) -> list[PitfallVisitor]:
-    """A fresh visitor for every family with at least one of ``codes``."""
-    return [cls() for cls in VISITORS if any(rule.code in codes for rule in cls.RULES)]
+def families_for(codes: set[str]) -> list:
+    """A fresh instance of every family with at least one of ``codes``."""
+    return [family() for family in FAMILIES if any(rule.code in codes for rule in family.RULES)]

@@ -1,12 +1,17 @@
-"""Where code comes from: files, folders, notebooks' code cells, IPython cells with magics."""
+"""Where code comes from: files, folders, notebooks' code cells, IPython cells with magics.
+
+Notebooks are read as the JSON they are (nbformat 4), without importing nbformat: the
+linter starts in milliseconds, and a notebook it rewrites keeps nbformat's layout.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CodeUnit", "cell_as_python", "find_files", "units_in"]
+__all__ = ["Cell", "CodeUnit", "cell_as_python", "find_files", "units_in", "write_notebook"]
 
 # Folders never worth walking into (environments, caches, build output).
 _SKIPPED_DIRS = frozenset(
@@ -15,40 +20,55 @@ _SKIPPED_DIRS = frozenset(
 
 
 @dataclass(frozen=True)
-class CodeUnit:
-    """One piece of Python to check: a file, or one code cell of a notebook.
+class Cell:
+    """One code cell of a notebook.
 
-    A notebook's code cells are checked as one module, in order (a name defined in one
-    cell and misused in another is found, as when the notebook runs); ``cells`` maps the
-    module's lines back to the cells.
+    Attributes:
+        id: The cell's id (``cell-<index>`` for a notebook older than nbformat 4.5).
+        source: The cell's source as written.
+        python: The source with IPython's syntax made Python, line for line.
+        index: The cell's position among all the notebook's cells.
+    """
+
+    id: str
+    source: str
+    python: str
+    index: int
+
+    @property
+    def plain(self) -> bool:
+        """True for a cell of plain Python (no magics): one ``--fix`` may rewrite."""
+        return self.python == self.source
+
+
+@dataclass(frozen=True)
+class CodeUnit:
+    """The Python to check in one file: the file's text, or a notebook's code cells.
+
+    A notebook's cells are read in order as one program (a name one cell defines is known
+    in the next), as when the notebook runs.
 
     Attributes:
         path: The file it came from.
-        code: Python source (magics already turned into calls, line for line).
-        cell: The cell's id when the unit is one cell, else None.
-        cells: For a whole notebook, ``(first line, cell id)`` of each code cell.
+        code: A ``.py`` file's text ("" for a notebook).
+        cells: A notebook's code cells, in order.
+        notebook: The notebook's JSON, for ``--fix`` to write back.
     """
 
     path: str
-    code: str
-    cell: str | None = None
-    cells: tuple[tuple[int, str], ...] = ()
+    code: str = ""
+    cells: tuple[Cell, ...] = ()
+    notebook: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def cell_at(self, line: int) -> tuple[str | None, int]:
-        """The cell id and the line within that cell of the module's ``line``."""
-        if not self.cells:
-            return self.cell, line
-        first, cell = max((start, cell) for start, cell in self.cells if start <= line)
-        return cell, line - first + 1
+    @property
+    def is_notebook(self) -> bool:
+        """True for a notebook."""
+        return self.path.endswith(".ipynb")
 
-    def split(self) -> list[CodeUnit]:
-        """A notebook's unit as one unit per cell (when the cells do not parse together)."""
-        lines = self.code.splitlines(keepends=True)
-        starts = [start for start, _ in self.cells] + [len(lines) + 1]
-        return [
-            CodeUnit(self.path, "".join(lines[start - 1 : end - 1]), cell)
-            for (start, cell), end in zip(self.cells, starts[1:], strict=True)
-        ]
+    @property
+    def text(self) -> str:
+        """All the code, for a quick look (does it name torch at all?)."""
+        return "".join(cell.python for cell in self.cells) if self.is_notebook else self.code
 
 
 def find_files(paths: list[str]) -> Iterator[Path]:
@@ -76,8 +96,13 @@ def cell_as_python(source: str) -> str:
     """A cell's source with IPython's syntax (``%magic``, ``!cmd``, ``x?``) made Python.
 
     IPython's own transformer does it, line for line, so positions stay those of the cell.
-    Plain Python is returned unchanged without importing IPython.
+    A cell without IPython syntax is returned unchanged without importing IPython.
     """
+    if not any(
+        line.lstrip().startswith(("%", "!")) or line.rstrip().endswith("?")
+        for line in source.splitlines()
+    ):
+        return source
     try:
         compile(source, "<cell>", "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
         return source
@@ -88,8 +113,13 @@ def cell_as_python(source: str) -> str:
     return TransformerManager().transform_cell(source)
 
 
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
 def units_in(path: Path) -> Iterator[CodeUnit]:
-    """The code to check in one file: the file, or each code cell of a notebook.
+    """The code to check in one file: the file, or a notebook's code cells.
 
     Raises:
         ValueError: If a notebook cannot be read (the message names the file).
@@ -97,16 +127,36 @@ def units_in(path: Path) -> Iterator[CodeUnit]:
     if path.suffix != ".ipynb":
         yield CodeUnit(str(path), path.read_text(encoding="utf-8"))
         return
-    import nbformat
-
     try:
-        notebook = nbformat.read(path, as_version=4)
-    except Exception as error:  # nbformat raises several kinds for a corrupt file
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        if notebook.get("nbformat", 4) < 4:
+            raise ValueError(f"nbformat {notebook.get('nbformat')} (only 4 is read)")
+        raw_cells = notebook["cells"]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"{path}: cannot read the notebook: {error}") from None
-    code, cells = "", []
-    for index, cell in enumerate(notebook.cells):
-        if cell.get("cell_type") == "code":
-            cells.append((code.count("\n") + 1, cell.get("id") or f"cell-{index}"))
-            source = cell_as_python(cell.source)
-            code += source if source.endswith("\n") else source + "\n"
-    yield CodeUnit(str(path), code, cells=tuple(cells))
+    cells = []
+    for index, cell in enumerate(raw_cells):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = _source(cell)
+            cells.append(
+                Cell(cell.get("id") or f"cell-{index}", source, cell_as_python(source), index)
+            )
+    yield CodeUnit(str(path), cells=tuple(cells), notebook=notebook)
+
+
+def write_notebook(unit: CodeUnit, sources: dict[int, str], path: Path) -> None:
+    """Writes ``unit``'s notebook with new sources for some cells (by index), as nbformat does.
+
+    A source kept as a list of lines stays one; the JSON is indented and sorted as
+    nbformat writes it, so that the diff shows only the cells that changed.
+    """
+    notebook = unit.notebook
+    for index, text in sources.items():
+        cell = notebook["cells"][index]
+        cell["source"] = (
+            text.splitlines(keepends=True) if isinstance(cell["source"], list) else text
+        )
+    path.write_text(
+        json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )

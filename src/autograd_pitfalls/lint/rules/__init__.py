@@ -1,1 +1,1 @@
-"""The rule families: one module per family, each a LibCST visitor listing its rules."""
+"""The rule families: each watches some of what the analysis sees and reports its rules."""

@@ -1,96 +1,110 @@
-"""``total_loss += loss`` in a loop: every step's graph stays alive (AGP140)."""
+"""A loss kept past its step: added into a running total (AGP140), appended (AGP141).
+
+Both keep every step's graph alive (and, where no backward() freed them, the saved
+activations). The total or list must outlive one iteration of the loop (made before it),
+and must not be what a backward() later runs on (a loss summed on purpose).
+"""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
-from autograd_pitfalls.lint.base import PitfallVisitor, Rule, is_loss_name, terminal_name
-from autograd_pitfalls.lint.scalars import item_call
-from autograd_pitfalls.lint.tensors import is_tensor_like
+from autograd_pitfalls.lint.analyzer import Analyzer, CallSite, Scope
+from autograd_pitfalls.lint.base import Rule
+from autograd_pitfalls.lint.rules.common import is_loss_value, item_text, replace
+from autograd_pitfalls.lint.values import Value
 
-__all__ = ["GraphKeptAliveVisitor"]
+__all__ = ["GraphKeptAlive"]
 
 ACCUMULATED_LOSS = Rule(
     "AGP140",
     "graph-kept-alive",
     "Adding the loss tensor to a running total keeps every step's graph alive: "
     "add `loss.item()` (or `loss.detach()`).",
+    "`total += loss` (or `total = total + loss`) in a loop, the loss a tensor that may "
+    "hold its graph, the total made before the loop",
+)
+APPENDED_LOSS = Rule(
+    "AGP141",
+    "graph-kept-alive",
+    "Appending the loss tensor to a list keeps every step's graph alive: append "
+    "`loss.item()` (or `loss.detach()`).",
+    "`history.append(loss)` in a loop, the list made before it and never backpropagated",
 )
 
-# Names of callables that compute a loss tensor in training loops.
-_LOSS_FUNCTIONS = frozenset({"loss_fn", "loss_func", "loss_function", "lossfn", "loss"})
 
-# Ways a loss value turns into a plain number or a graph-free tensor before it is added.
-_DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data"})
+class GraphKeptAlive:
+    """Collects losses kept in a loop; reports them at the end of the function."""
 
+    RULES = (ACCUMULATED_LOSS, APPENDED_LOSS)
+    METHODS = ("append",)
 
-class GraphKeptAliveVisitor(PitfallVisitor):
-    """Finds a loss tensor added to a running total inside a loop."""
+    def on_aug_assign(self, an: Analyzer, node: ast.AugAssign, old: Value, value: Value) -> None:
+        target = node.target
+        if isinstance(node.op, ast.Add) and isinstance(target, ast.Name):
+            self._accumulated(an, node, target.id, node.value, old, value)
 
-    RULES = (ACCUMULATED_LOSS,)
+    def on_assign(self, an: Analyzer, node, targets, value: Value, names_read: set[str]) -> None:
+        added = node.value
+        if (
+            len(targets) == 1
+            and isinstance(targets[0], ast.Name)
+            and isinstance(added, ast.BinOp)
+            and isinstance(added.op, ast.Add)
+            and isinstance(added.left, ast.Name)
+            and added.left.id == targets[0].id
+        ):
+            old = an.lookup(targets[0].id)
+            self._accumulated(an, node, targets[0].id, added.right, old, value)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if not isinstance(node.operator, cst.AddAssign) or not isinstance(node.target, cst.Name):
+    def _accumulated(self, an: Analyzer, node, total: str, added: ast.AST, old, value) -> None:
+        loop = an.loop
+        if loop is None or total in loop.assigned or an.no_grad:
             return
-        value = node.value
-        if not isinstance(value, cst.Name) or not is_loss_name(value.value):
+        if isinstance(added, ast.Name) and added.id == total:
             return
-        if not self.in_loop(node):
+        if old.kind not in ("number", "tensor", "unknown"):
             return
-        bindings = self.bindings_for(node)
-        total = node.target.value
-        if total in bindings.backwarded or value.value == total:
-            return  # a loss summed on purpose, for one backward()
-        if total in bindings.returned and not bindings.calls_backward:
-            return  # summed for the caller, who may call backward() on it
-        assigned = bindings.values.get(value.value, [])
-        if not assigned or not all(self._computes_loss(v) for v in assigned):
-            return  # unknown (a helper's result may be a number), or a number already
-        self.report(node, ACCUMULATED_LOSS, replacement=self._fixed(node, bindings))
+        if is_loss_value(value, added) and (value.loss or _is_loss_operand(an, added)):
+            an.scope.notes.setdefault("AGP140", []).append((node, total, added, old))
 
-    def _fixed(self, node: cst.AugAssign, bindings) -> cst.AugAssign:
-        """``total += loss.item()`` where the total is only ever a number, else ``.detach()``.
+    def on_call(self, an: Analyzer, site: CallSite, result: Value) -> None:
+        node = site.node
+        receiver = node.func.value  # type: ignore[attr-defined]
+        loop = an.loop
+        if loop is None or an.no_grad or not isinstance(receiver, ast.Name) or not node.args:
+            return
+        if site.receiver is None or site.receiver.kind != "list" or receiver.id in loop.assigned:
+            return
+        if is_loss_value(site.args[0], node.args[0]):
+            an.scope.notes.setdefault("AGP141", []).append((node, receiver.id))
 
-        ``.item()`` turns the total into a Python float, so it is used only where the
-        function starts the total at a number literal and never calls a method on it.
-        """
-        total = node.target.value
-        starts = bindings.values.get(total, [])
-        numeric = bool(starts) and all(
-            isinstance(v, cst.Integer | cst.Float) for v in starts if v is not node.value
-        )
-        if numeric and total not in bindings.attribute_reads:
-            return node.with_changes(value=item_call(node.value))
-        detached = cst.Call(func=cst.Attribute(value=node.value, attr=cst.Name("detach")))
-        return node.with_changes(value=detached)
-
-    def _computes_loss(self, value: cst.BaseExpression | None) -> bool:
-        """True for a loss tensor: a criterion's or loss function's call, or tensor arithmetic.
-
-        A call of anything else (``loss = train(...)``) may return a number, as old
-        training loops did with ``loss.data[0]``, so it does not count.
-        """
-        if value is None or _is_number(value):
-            return False
-        if is_tensor_like(self, value):
-            return True
-        if not isinstance(value, cst.Call):
-            return False
-        callee = (terminal_name(value.func) or "").lower()
-        functional = any(
-            q.startswith("torch.nn.functional.") for q in self.qualified_names(value.func)
-        )
-        return functional or "criterion" in callee or callee in _LOSS_FUNCTIONS
+    def on_scope_end(self, an: Analyzer, scope: Scope) -> None:
+        for node, total, added, old in scope.notes.get("AGP140", ()):
+            if _kept_on_purpose(scope, total):
+                continue
+            method = (
+                "item" if old.kind == "number" and total not in scope.attribute_reads else "detach"
+            )
+            an.report(ACCUMULATED_LOSS, node, edits=(replace(added, item_text(an, added, method)),))
+        for node, name in scope.notes.get("AGP141", ()):
+            if not _kept_on_purpose(scope, name):
+                an.report(APPENDED_LOSS, node)
 
 
-def _is_number(value: cst.BaseExpression) -> bool:
-    """True for a literal, ``float(...)``, ``x.item()``, ``x.data[0]`` or similar."""
-    if isinstance(value, cst.Integer | cst.Float):
+def _is_loss_operand(an: Analyzer, added: ast.AST) -> bool:
+    """The added value is a loss by its own name (``loss``), or a loss call's result."""
+    from autograd_pitfalls.lint.analyzer import terminal_name
+    from autograd_pitfalls.lint.base import is_loss_name
+
+    if isinstance(added, ast.Call):
+        return True  # its value is a loss (checked by the caller): F.nll_loss(...)
+    name = terminal_name(added)
+    return name is not None and is_loss_name(name)
+
+
+def _kept_on_purpose(scope: Scope, name: str) -> bool:
+    """Summed for one backward() here, or returned to a caller who may call it."""
+    if scope.flows_to_backward(name):
         return True
-    if isinstance(value, cst.Call):
-        if isinstance(value.func, cst.Name):  # builtins: float(loss), sum(numbers)
-            return value.func.value in {"float", "int", "sum", "len", "round"}
-        return terminal_name(value.func) in _DETACHING
-    if isinstance(value, cst.Subscript | cst.Attribute):
-        return "data" in cst.Module([]).code_for_node(value) or terminal_name(value) in _DETACHING
-    return False
+    return name in scope.returned and not scope.calls_backward
