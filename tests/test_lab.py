@@ -16,6 +16,7 @@ import pytest
 from autograder.course import REPO, assignment_ids
 from autograder.learner.lab import (
     LAB_PLUGINS_OFF,
+    LAYOUTS,
     LEARNER_KERNELS,
     configure_learner_lab,
     lab_command,
@@ -147,7 +148,10 @@ def test_the_learners_kernel_is_the_environments_own_started_warm():
     assert startup == f"--IPKernelApp.exec_lines={[warm_startup_line(warm_modules())]!r}"
     # Found from the released notebooks, beside the course's own list.
     assert {"torch", "matplotlib.pyplot", "autograd_pitfalls.lint"} <= set(warm_modules())
-    [path] = [arg for arg in lab_command(REPO) if arg.startswith("JUPYTER_PATH=")]
+    command = lab_command(REPO / "some-workspace")
+    # The layout JupyterLab restores is the workspace's own, not the machine-wide one.
+    assert f"--LabApp.workspaces_dir={REPO / 'some-workspace' / LAYOUTS}" in command
+    [path] = [arg for arg in command if arg.startswith("JUPYTER_PATH=")]
     assert path.removeprefix("JUPYTER_PATH=").split(os.pathsep)[0] == str(LEARNER_KERNELS.parent)
 
 

@@ -58,6 +58,8 @@ LAB_PLUGINS_OFF = (
 # torch.distributed.tensor what torch imports at the first op on a tensor subclass (the GPU
 # stand-in's): about a second each.
 WARM_MODULES = ("torch", "torch._dynamo", "torch.distributed.tensor", "autograd_pitfalls")
+# Inside the workspace (hidden in JupyterLab): JupyterLab's saved layouts for it.
+LAYOUTS = ".jupyterlab-layouts"
 # Where configure_learner_lab writes the learner's kernel spec (inside the environment).
 LEARNER_KERNELS = Path(sys.prefix) / "share" / "autograd-pitfalls" / "kernels"
 
@@ -219,6 +221,10 @@ def lab_command(
         _jupyter(),
         "lab",
         f"--ServerApp.root_dir={root_dir}",
+        # JupyterLab's layout (the tabs open, the panels) is kept with the workspace, not in
+        # the user's ~/.jupyter, which every JupyterLab of the machine shares: a layout left
+        # by another course or another copy opened its notebooks here, or 404s for them.
+        f"--LabApp.workspaces_dir={root_dir / LAYOUTS}",
         "--KernelManager.transport_encryption=auto",
         # No keep-alive pings on the kernel websocket. jupyter_server hands its ping settings
         # (milliseconds: every 30,000, pong timeout 90,000) to tornado, which reads them as
