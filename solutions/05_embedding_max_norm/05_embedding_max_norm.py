@@ -981,7 +981,7 @@ assert torch.allclose(w.grad, torch.tensor([-0.128, 0.096]))
 # A row whose `norm_type`-norm is above `max_norm` comes back rescaled to that norm; the others come back as they are (1e-5 is close enough, so the `1e-7` of section 1 does not matter).
 # A gradient must reach `weight` from the result, for the looked-up rows only, and be finite on every row: a row of norm 0 comes back as it is, with a gradient.
 # Leave `indices` as they were too.
-# For `weight = [[3, 4], [0.3, 0.4], [0, 0]]`, `indices = [0, 1, 0, 2]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8], [0, 0]]`, the weight still holds `[3, 4]`, and the gradient of the result's sum is finite on every row (`[1, 1]` on the row of norm 0).
+# For `weight = [[3, 4], [0.3, 0.4], [0, 0]]`, `indices = [0, 1, 0, 2]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8], [0, 0]]`, the weight still holds `[3, 4]`, and the gradient of the result's sum is finite and nonzero on every row, the row of norm 0 included.
 # With `norm_type = 1`, the row `[3, 4]` has norm 7 and comes back as `[3/7, 4/7]`.
 # The result has the weight's dtype and device.
 
@@ -1047,8 +1047,10 @@ for device in devices():
         " (row 2 has norm 0: a division by the norm gives inf or NaN there, even where "
         "torch.where keeps the row as it is). Divide by something that cannot be 0."
     )
-    assert weight_q3.grad[2].abs().sum() > 0, (
-        "no gradient reached row 2, of norm 0: it comes back as it is, with a gradient. "
+    reached = weight_q3.grad.abs().sum(dim=1) > 0
+    assert reached.all(), (
+        f"no gradient reached rows {reached.logical_not().nonzero().flatten().tolist()}, which "
+        "the example looks up (row 2, of norm 0, comes back as it is, with a gradient). "
         + explain("grad-never-reached")
     )
     rows_l1 = max_norm_lookup(
