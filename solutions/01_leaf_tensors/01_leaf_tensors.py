@@ -387,8 +387,8 @@ def hidden_and_weight_grads(
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 2}
 """Checks both gradients on every device, after one forward pass and one backward().
 
-Visible: the example with squared_sum and cubed_sum, by hand; the results follow the inputs'
-device (checked on a GPU stand-in). Hidden: random inputs and losses.
+Visible: the example with squared_sum and cubed_sum, by hand; x and w left as they were; the
+results follow the inputs' device (checked on a GPU stand-in). Hidden: random inputs and losses.
 """
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
@@ -406,8 +406,10 @@ class _CountedLoss:
 
 def _check_grads(x, w, loss_fn, expected_dhidden, expected_dw, atol=1e-6) -> None:
     counted = _CountedLoss(loss_fn)
+    kept = KeptInputs(x=x, w=w)
     dhidden, w_grad = hidden_and_weight_grads(x, w, counted)
     assert counted.calls == 1, f"loss_fn was called {counted.calls} times: one forward pass"
+    assert_inputs_left_alone(kept.changes(), "hidden_and_weight_grads(x, w, loss_fn)")
     assert_grad_close(dhidden, expected_dhidden, name="d loss / d hidden", atol=atol)
     assert_grad_close(w.grad, expected_dw, name="w.grad", atol=atol)
     assert isinstance(w_grad, torch.Tensor) and torch.equal(w_grad, w.grad), (
@@ -642,6 +644,7 @@ assert not returned.is_leaf and returned_grad is None and len(caught) == 1
 # So the gradient is $2\,\text{scale}^2\,\eta$.
 # For `values = [1., -2., 3.]` and `scale = 2.0`, return the Parameter holding `[1., -2., 3.]`
 # and its `.grad`, `[8., -16., 24.]`.
+# With `cubed_sum`, $\text{loss} = \text{scale}^3 \sum_i \eta_i^3$, and the same example gives `[24., 96., 216.]`.
 # The tests also pass other losses, so let `backward()` compute the gradient.
 # Leave the Parameter's values as they are (do not scale it in place), and leave `values` alone.
 # The Parameter lives on the device of `values`.
@@ -676,20 +679,22 @@ def scaled_parameter_grad(
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
 """Checks that scaled_parameter_grad returns the leaf Parameter and the gradient stored on it.
 
-Visible: the example on every device (a leaf nn.Parameter still holding values, and
-.grad == 2 scale² values), and the Parameter on the device of values (checked on a GPU stand-in).
-Hidden: random values, scales and losses.
+Visible: the example on every device, with squared_sum and cubed_sum (a leaf nn.Parameter
+still holding values, .grad by hand, values left as they were), and the Parameter on the device
+of values (checked on a GPU stand-in). Hidden: random values, scales and losses.
 """
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_parameter_grad(values: torch.Tensor, scale: float, loss_fn, expected) -> None:
     before = values.clone()
+    kept = KeptInputs(values=values)
     parameter, grad = scaled_parameter_grad(values, scale, loss_fn)
     assert_is_leaf(parameter, name="the returned parameter")
     assert isinstance(parameter, nn.Parameter), f"return the nn.Parameter, not a {type(parameter)}"
     assert parameter.device == values.device, f"the Parameter is on {parameter.device}"
     assert torch.equal(values, before), "values was modified"
+    assert_inputs_left_alone(kept.changes(), "scaled_parameter_grad(values, ...)")
     assert torch.equal(parameter.detach(), before), "the Parameter should still hold values"
     assert_grad_close(parameter.grad, expected, name="parameter.grad")
     assert isinstance(grad, torch.Tensor) and torch.equal(grad, parameter.grad), (
@@ -700,6 +705,8 @@ def _check_parameter_grad(values: torch.Tensor, scale: float, loss_fn, expected)
 for device in devices():
     values = torch.tensor([1.0, -2.0, 3.0], device=device)
     _check_parameter_grad(values, 2.0, squared_sum, torch.tensor([8.0, -16.0, 24.0], device=device))
+    values = torch.tensor([1.0, -2.0, 3.0], device=device)
+    _check_parameter_grad(values, 2.0, cubed_sum, torch.tensor([24.0, 96.0, 216.0], device=device))
 parameter, grad = on_gpu(
     scaled_parameter_grad, torch.ones(3), 2.0, squared_sum, name="scaled_parameter_grad"
 )
@@ -708,11 +715,12 @@ assert isinstance(parameter, nn.Parameter) and parameter.is_leaf, "return the le
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The example, then random values (several shapes, both dtypes), scales and losses."""
+    """The example with both losses, then random values (several shapes, both dtypes), scales
+    and losses."""
     cases = [
-        {"values": torch.tensor([1.0, -2.0, 3.0]), "scale": 2.0, "loss": "squared_sum",
-         "weights": None}
-    ]  # fmt: skip
+        {"values": torch.tensor([1.0, -2.0, 3.0]), "scale": 2.0, "loss": loss, "weights": None}
+        for loss in ("squared_sum", "cubed_sum")
+    ]
     for shape, scale, dtype in [
         ((2, 3), -0.5, torch.float32),
         ((5,), 3.0, torch.float32),
@@ -956,10 +964,11 @@ def zero_tail(param: nn.Parameter, k: int) -> torch.Tensor:
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
-"""Checks zero_tail on every device.
+"""Checks zero_tail on every device, on the example in float32 and float64.
 
-The values; param unchanged, also after a write into the result; the gradient that reaches
-param; the result on param's device (checked on a GPU stand-in) and with param's dtype.
+The values; param unchanged (values, requires_grad, version), also after a write into the
+result; the gradient that reaches param; the result on param's device (checked on a GPU
+stand-in) and with param's dtype.
 """
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
@@ -968,7 +977,9 @@ def _check_zero_tail(param: nn.Parameter, k: int, weights: torch.Tensor) -> None
     before = param.detach().clone()
     expected = before.clone()
     expected[k:] = 0
+    kept = KeptInputs(param=param)
     result = zero_tail(param, k)
+    assert_inputs_left_alone(kept.changes(), f"zero_tail(param, {k})")
     assert isinstance(result, torch.Tensor), f"return a tensor, not {type(result).__name__}"
     assert result.dtype == param.dtype, f"the result is {result.dtype}, param is {param.dtype}"
     assert result.shape == param.shape, (
@@ -993,15 +1004,21 @@ def _check_zero_tail(param: nn.Parameter, k: int, weights: torch.Tensor) -> None
 
 
 for device in devices():
-    param = nn.Parameter(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=device))
-    _check_zero_tail(param, 2, torch.ones(5, device=device))
+    for dtype in (torch.float32, torch.float64):
+        param = nn.Parameter(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], device=device, dtype=dtype))
+        _check_zero_tail(param, 2, torch.ones(5, device=device, dtype=dtype))
 on_gpu(zero_tail, nn.Parameter(torch.ones(5)), 2, name="zero_tail(param, 2)")
 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The example, then random values (both dtypes), weights and k, k = 0 and k = len."""
-    cases = [{"values": torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), "k": 2, "weights": torch.ones(5)}]
+    """The example in both dtypes, then random values (both dtypes), weights and k, k = 0 and
+    k = len."""
+    cases = [
+        {"values": torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=dtype), "k": 2,
+         "weights": torch.ones(5, dtype=dtype)}
+        for dtype in (torch.float32, torch.float64)
+    ]  # fmt: skip
     drawn_size = int(torch.randint(2, 12, (), generator=rng))
     drawn_k = int(torch.randint(0, drawn_size + 1, (), generator=rng))
     shapes = [(10, 4, torch.float32), (7, 1, torch.float64), (6, 6, torch.float32)]
@@ -1324,14 +1341,16 @@ def weight_from_checkpoint(
 """Checks weight_from_checkpoint on every device, and on a GPU stand-in.
 
 A leaf nn.Parameter of the right shape, device, dtype and values, whose .grad backward()
-fills, with memory of its own.
+fills, with memory of its own; flat left as it was.
 """
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_weight(flat, rows, cols, device, dtype, x) -> None:
     checkpoint = flat.clone()
+    kept = KeptInputs(flat=flat)
     weight = weight_from_checkpoint(flat, rows, cols, device, dtype)
+    assert_inputs_left_alone(kept.changes(), "weight_from_checkpoint(flat, ...)")
     assert_is_leaf(weight, name="weight_from_checkpoint(...)")
     assert isinstance(weight, nn.Parameter), f"return an nn.Parameter, not a {type(weight)}"
     assert weight.shape == (rows, cols), f"shape {tuple(weight.shape)}, expected {(rows, cols)}"

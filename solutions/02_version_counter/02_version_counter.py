@@ -807,7 +807,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # The intended computation: the loss uses the original `h`; by hand, `d mean(h²) / dw = xᵀ · 2h / h.numel()`.
 # For `x = [[1, 2], [3, 4]]` and `w = I`: `h = x`, the loss is `(1 + 4 + 9 + 16) / 4 = 7.5`, `w.grad = [[5, 7], [7, 10]]`, and the centred `h` is `[[-1, -1], [1, 1]]`.
 # Silencing the error with `.data` gives a wrong `w.grad`; the tests compare with the hand-derived gradient.
-# `x` may require grad too: `loss.backward()` then fills `x.grad` as well, and it must be right too.
+# `x` may require grad too: `loss.backward()` then fills `x.grad` as well, and it must be right too: by hand `d mean(h²) / dx = 2h / h.numel() · wᵀ`, `[[0.5, 1], [1.5, 2]]` for the example.
 # Return the loss and the centred `h` as tensors on `x`'s device and in its dtype.
 # Leave `x` and `w` as they were: the caller still uses them (only their `.grad` fills).
 # `x -= x.mean(0)` would centre the caller's `x`, not a tensor of yours.
@@ -880,18 +880,36 @@ def loss_and_centred(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, to
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
-"""Checks loss_and_centred: the loss, w.grad against the hand-derived gradient, the centred h."""
+"""Checks loss_and_centred: the loss, w.grad (and x.grad) against the hand-derived gradient,
+the centred h, their dtype, x and w left as they were.
+
+Visible: the example in float32, then in float64 with x requiring grad. Hidden: random x and w.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
-    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
-    w = torch.eye(2, device=device, requires_grad=True)
-    loss, centred = loss_and_centred(x, w)
-    assert abs(float(loss) - 7.5) < 1e-5, f"the loss should be 7.5, got {float(loss)}"
-    assert_grad_close(w.grad, torch.tensor([[5.0, 7.0], [7.0, 10.0]], device=device), name="w.grad")
-    assert torch.allclose(centred, torch.tensor([[-1.0, -1.0], [1.0, 1.0]], device=device)), (
-        f"the centred activations should be [[-1, -1], [1, 1]], got {centred.tolist()}"
-    )
-    assert_is_leaf(w, name="w")
+    for dtype, x_requires_grad in ((torch.float32, False), (torch.float64, True)):
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device, dtype=dtype)
+        x.requires_grad_(x_requires_grad)
+        w = torch.eye(2, device=device, dtype=dtype, requires_grad=True)
+        kept = KeptInputs(x=x, w=w)
+        loss, centred = loss_and_centred(x, w)
+        assert_inputs_left_alone(kept.changes(), "loss_and_centred(x, w)")
+        assert abs(float(loss) - 7.5) < 1e-5, f"the loss should be 7.5, got {float(loss)}"
+        for name, result in (("loss", loss), ("centred h", centred)):
+            assert result.dtype == dtype, (
+                f"keep the inputs' dtype ({str(dtype).removeprefix('torch.')} here); "
+                f"the {name} is {result.dtype}. " + explain("wrong-dtype")
+            )
+        expected_w_grad = torch.tensor([[5.0, 7.0], [7.0, 10.0]], device=device, dtype=dtype)
+        assert_grad_close(w.grad, expected_w_grad, name="w.grad")
+        if x_requires_grad:
+            expected_x_grad = torch.tensor([[0.5, 1.0], [1.5, 2.0]], device=device, dtype=dtype)
+            assert_grad_close(x.grad, expected_x_grad, name="x.grad")
+        expected_centred = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], device=device, dtype=dtype)
+        assert torch.allclose(centred, expected_centred), (
+            f"the centred activations should be [[-1, -1], [1, 1]], got {centred.tolist()}"
+        )
+        assert_is_leaf(w, name="w")
 # Device-following: on the GPU stand-in, both results must stay on it.
 loss, centred = on_gpu(loss_and_centred, torch.ones(3, 2), torch.ones(2, 4, requires_grad=True))
 assert isinstance(loss, torch.Tensor), "return the loss as a tensor"
@@ -904,7 +922,11 @@ assert centred.shape == (3, 4), (
 def hidden_cases(rng):
     """The visible examples, then random x (nonzero column means) and w, float32 and float64."""
     cases = [
-        {"x": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "w": torch.eye(2), "visible": True},
+        {"x": torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=dtype), "w": torch.eye(2, dtype=dtype),
+         "visible": True}
+        for dtype in (torch.float32, torch.float64)
+    ]  # fmt: skip
+    cases += [
         {"x": torch.ones(3, 2), "w": torch.ones(2, 4), "visible": True},  # the one on_gpu runs
         {"x": torch.ones(2, 3), "w": torch.ones(3, 2), "visible": False},
     ]
@@ -1478,6 +1500,8 @@ assert torch.allclose(first, by_hand) and torch.equal(a.grad, 2 * a.detach())
 # The tests count the forward passes your function computes, on `layer` or on anything else holding its weight (a copy of `layer` counts too): one, as the title says.
 # By hand, for `TanhLayer`, with `s = 1 - h²`: the first gradient is `xᵀ · s`, the second `xᵀ · (2h · s)`.
 # For `x = [[1, 2]]` and `weight = [[0.5], [0]]`: `h = tanh(0.5) ≈ 0.4621`, the first gradient is `≈ [[0.7864], [1.5729]]` and the second `≈ [[0.7269], [1.4537]]`.
+# For an `nn.Linear(2, 1)`, `h = x @ weightᵀ + bias`: the first gradient is `1ᵀ · x`, the second `2hᵀ · x`; with `weight = [[0.5, 0]]`, `bias = [0.5]` and the same `x`, `h = 1`, and the gradients are `[[1, 2]]` and `[[2, 4]]`.
+# Each gradient has `layer.weight`'s dtype: the tests also use float64 layers.
 # Leave `layer` (its parameters and buffers) and `x` unchanged, and follow their device: the tests also run your function on the GPU stand-in.
 # Watch out for the two traps of section 10: the freed graph, and gradients that add up.
 
@@ -1520,7 +1544,11 @@ def two_gradients(layer: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torc
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 2}
-"""Checks two_gradients: one forward pass (counted), the gradients, on every device and on a GPU stand-in."""
+"""Checks two_gradients: one forward pass (counted), the gradients, on every device and on a GPU stand-in.
+
+Visible: the TanhLayer example, and the nn.Linear example in float64; layer and x left as they
+were. Hidden: random TanhLayers and nn.Linear layers.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
@@ -1531,6 +1559,17 @@ def counted_two_gradients(layer: nn.Module, x: torch.Tensor):
     return result, passes.count
 
 
+def check_two_gradients(layer: nn.Module, x: torch.Tensor, expected_first, expected_second):
+    """Calls two_gradients once: one forward pass, layer and x unchanged, both gradients."""
+    kept = KeptInputs(layer=layer, x=x)
+    (first, second), calls = counted_two_gradients(layer, x)
+    check_one_forward(calls)
+    assert_inputs_left_alone(kept.changes(), "two_gradients(layer, x)")
+    assert_grad_close(first, expected_first, name="first")
+    assert_grad_close(second, expected_second, name="second")
+    assert first.dtype == second.dtype == layer.weight.dtype, "keep layer.weight's dtype"
+
+
 def check_one_forward(calls: int) -> None:
     assert calls == 1, f"{calls} forward passes were computed; run h = layer(x) once"
 
@@ -1538,14 +1577,18 @@ def check_one_forward(calls: int) -> None:
 for device in devices():
     x = torch.tensor([[1.0, 2.0]], device=device)
     layer = TanhLayer(torch.tensor([[0.5], [0.0]], device=device))
-    (first, second), calls = counted_two_gradients(layer, x)
-    check_one_forward(calls)
     s = 1 - torch.tanh(torch.tensor(0.5)) ** 2
     h = torch.tanh(torch.tensor(0.5))
-    assert_grad_close(first, torch.tensor([[1.0], [2.0]], device=device) * s, name="first")
-    assert_grad_close(
-        second, torch.tensor([[1.0], [2.0]], device=device) * 2 * h * s, name="second"
-    )
+    column = torch.tensor([[1.0], [2.0]], device=device)
+    check_two_gradients(layer, x, column * s, column * 2 * h * s)
+    # nn.Linear(2, 1) in float64: h = x @ weight.T + bias = 1, so 1ᵀ x and 2 hᵀ x.
+    x = torch.tensor([[1.0, 2.0]], device=device, dtype=torch.float64)
+    layer = nn.Linear(2, 1, device=device, dtype=torch.float64)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[0.5, 0.0]]))
+        layer.bias.fill_(0.5)
+    row = torch.tensor([[1.0, 2.0]], device=device, dtype=torch.float64)
+    check_two_gradients(layer, x, row, 2 * row)
 gradients_on_gpu = on_gpu(two_gradients, TanhLayer(torch.ones(2, 1)), torch.ones(1, 2))
 
 
@@ -1556,6 +1599,9 @@ def hidden_cases(rng):
         {"layer": "tanh", "x": torch.tensor([[1.0, 2.0]]), "weight": torch.tensor([[0.5], [0.0]]),
          "visible": True},
         {"layer": "tanh", "x": torch.ones(1, 2), "weight": torch.ones(2, 1), "visible": True},
+        {"layer": "linear", "x": torch.tensor([[1.0, 2.0]], dtype=torch.float64),
+         "weight": torch.tensor([[0.5, 0.0]], dtype=torch.float64),
+         "bias": torch.tensor([0.5], dtype=torch.float64), "visible": True},
     ]  # fmt: skip
     for n, m, k in [(3, 4, 2), (5, 2, 3)]:
         x = torch.randn(n, m, generator=rng)

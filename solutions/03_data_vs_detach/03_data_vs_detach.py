@@ -788,6 +788,7 @@ print(type(legacy).__name__)
 #
 # By hand, with $n$ elements, $\partial\,\text{loss} / \partial\,\text{logits} = 2\,(p - t)\,p\,(1 - p) / n$.
 # For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
+# The tests run this example with float32 logits and targets, and with float64 logits and float32 targets (the predictions are then float64).
 # The tests call `loss.backward()` and compare `logits.grad` with that formula.
 # A tempting shortcut is to round `probs` in place to get the predictions: section 3 shows what that does, with and without `.data`.
 # Leave `logits` and `targets` as they were.
@@ -818,7 +819,11 @@ def loss_and_predictions(
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
-"""Checks loss_and_predictions: loss, logits.grad against the hand-derived gradient, predictions."""
+"""Checks loss_and_predictions: loss, logits.grad against the hand-derived gradient, predictions.
+
+Visible: the example with float32 logits and targets, then float64 logits and float32 targets;
+logits and targets left as they were. Hidden: random logits and targets, shapes and dtypes.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
@@ -841,20 +846,27 @@ def backward_or_explain(loss: torch.Tensor) -> None:
 
 
 for device in devices():
-    logits = torch.tensor([2.0, -1.0, 0.5], device=device, requires_grad=True)
-    targets = torch.tensor([1.0, 0.0, 0.0], device=device)
-    loss, predictions = loss_and_predictions(logits, targets)
-    assert loss.shape == (), f"loss should be 0-dimensional, got shape {tuple(loss.shape)}"
-    assert abs(loss.item() - 0.15801) < 1e-4, f"loss should be about 0.1580, got {loss.item()}"
-    assert loss.requires_grad, "loss should carry its graph, so that loss.backward() works"
-    backward_or_explain(loss)
-    assert_grad_close(logits.grad, hand_gradient(logits, targets), name="logits.grad")
-    assert not predictions.requires_grad, "predictions should carry no graph. " + explain(
-        "graph-kept-alive"
-    )
-    assert torch.equal(predictions, torch.tensor([1.0, 0.0, 1.0], device=device)), (
-        f"predictions should be [1, 0, 1], got {predictions.tolist()}"
-    )
+    for dtype in (torch.float32, torch.float64):
+        logits = torch.tensor([2.0, -1.0, 0.5], device=device, dtype=dtype, requires_grad=True)
+        targets = torch.tensor([1.0, 0.0, 0.0], device=device)  # float32
+        kept = KeptInputs(logits=logits, targets=targets)
+        loss, predictions = loss_and_predictions(logits, targets)
+        assert_inputs_left_alone(kept.changes(), "loss_and_predictions(logits, targets)")
+        assert loss.shape == (), f"loss should be 0-dimensional, got shape {tuple(loss.shape)}"
+        assert abs(loss.item() - 0.15801) < 1e-4, f"loss should be about 0.1580, got {loss.item()}"
+        assert loss.requires_grad, "loss should carry its graph, so that loss.backward() works"
+        backward_or_explain(loss)
+        assert_grad_close(logits.grad, hand_gradient(logits, targets), name="logits.grad")
+        assert not predictions.requires_grad, "predictions should carry no graph. " + explain(
+            "graph-kept-alive"
+        )
+        assert predictions.dtype == dtype and predictions.device == logits.device, (
+            f"predictions should be {dtype} on {device}, like logits; got "
+            f"{predictions.dtype} on {predictions.device}"
+        )
+        assert torch.equal(
+            predictions, torch.tensor([1.0, 0.0, 1.0], device=device, dtype=dtype)
+        ), f"predictions should be [1, 0, 1], got {predictions.tolist()}"
 gpu_loss, gpu_predictions = on_gpu(
     loss_and_predictions,
     torch.zeros(3, requires_grad=True),
@@ -866,15 +878,16 @@ assert gpu_loss.requires_grad and not gpu_predictions.requires_grad
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The visible example, then random logits and targets in several shapes and dtypes,
-    targets of the logits' dtype or of the other one."""
+    """The visible example in both dtypes, then random logits and targets in several shapes
+    and dtypes, targets of the logits' dtype or of the other one."""
     cases = [
         {
             "logits": torch.tensor([2.0, -1.0, 0.5]),
             "targets": torch.tensor([1.0, 0.0, 0.0]),
-            "dtype": torch.float32,
+            "dtype": dtype,
             "targets_dtype": torch.float32,
         }
+        for dtype in (torch.float32, torch.float64)
     ]
     for shape, dtype, targets_dtype in [
         ((4, 5), torch.float32, torch.float32),
@@ -1040,6 +1053,7 @@ with (
 # Batches may differ in size, and models and batches may be float32 or float64.
 # The model is the caller's: leave its layers, their settings (a dropout's `p`) and its parameters as you found them; it may stay in evaluation mode, as after the original, or go back to the mode it was in.
 # For `nn.Linear(1, 1)` with weight 2 and bias 0, and the one batch `x = [[1], [2]]`, `y = [[1], [1]]`: the outputs are `[2, 4]` and the result is `(1 + 9) / 2 = 5.0`.
+# With a dropout after that line, `nn.Sequential(line, nn.Dropout(0.5))`, and two batches of different sizes, `x = [[1], [2]]`, `y = [[0], [1]]` then `x = [[0]]`, `y = [[1]]`: in evaluation mode the dropout passes the outputs `[2, 4]` and `[0]` through, the batches' losses are `(2² + 3²) / 2 = 6.5` and `1`, and the result is `(6.5 + 1) / 2 = 3.75`, the mean over batches (not over the three samples); the tests run it in float32 and float64.
 # Section 5 says which switch turns autograd off, and which one does not.
 # Leave `batches` as they were.
 # The tests also run `evaluate` on the course's stand-in for a GPU (a device named `gpu`, with values, that refuses CPU tensors where CUDA does), with the model and the batches there.
@@ -1068,7 +1082,12 @@ def evaluate(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]])
 
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 2}
-"""Checks evaluate: the value, a Python float, eval mode, autograd off while the model runs."""
+"""Checks evaluate: the value, a Python float, eval mode, autograd off while the model runs.
+
+Visible: the two examples (the second with dropout, batches of two sizes, float32 and float64,
+and on a GPU stand-in); the dropout's p, batches and grad mode as they were; one call per batch
+with autograd off. Hidden: random models with dropout and batch norm, and batches.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
@@ -1111,6 +1130,33 @@ for device in devices():
     )
     assert abs(result - 5.0) < 1e-6, f"evaluate should return 5.0 here, got {result}"
 
+    for dtype in (torch.float32, torch.float64):
+        line = nn.Linear(1, 1)
+        with torch.no_grad():
+            line.weight.fill_(2.0)
+            line.bias.zero_()
+        with_dropout = nn.Sequential(line, nn.Dropout(0.5)).to(device, dtype).train()
+        two_sizes = [
+            (torch.tensor([[1.0], [2.0]]), torch.tensor([[0.0], [1.0]])),
+            (torch.tensor([[0.0]]), torch.tensor([[1.0]])),
+        ]
+        two_sizes = [(x.to(device, dtype), y.to(device, dtype)) for x, y in two_sizes]
+        kept = KeptInputs(batches=two_sizes)
+        result = evaluate(with_dropout, two_sizes)
+        assert torch.is_grad_enabled(), (
+            "evaluate left autograd off for the whole process (grad mode: on -> off). "
+            + explain("global-state-changed")
+        )
+        assert_inputs_left_alone(kept.changes(), "evaluate(model, batches)")
+        assert with_dropout[1].p == 0.5, (
+            f"evaluate changed the dropout's p for good (now {with_dropout[1].p}): the model "
+            "is the caller's; model.eval() turns dropout off and keeps p"
+        )
+        assert type(result) is float and abs(result - 3.75) < 1e-6, (
+            f"evaluate should return 3.75 here, got {result}: is the model in evaluation mode "
+            "(dropout off), and is the result the mean over batches?"
+        )
+
     torch.manual_seed(1)
     model = WatchedModel(3, 8).to(device)
     batches = [
@@ -1118,12 +1164,14 @@ for device in devices():
     ]
     result = evaluate(model, batches)
     check_no_graph(model, len(batches))
+with_dropout = nn.Sequential(nn.Linear(1, 1), nn.Dropout(0.5))
+on_gpu(evaluate, with_dropout, [(torch.ones(2, 1), torch.ones(2, 1))], name="evaluate(...)")
 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The visible line (weight 2, no dropout), then random models with dropout (and batch
-    norm), batches of several sizes, float32 and float64."""
+    """The visible examples (the line alone, then with dropout, float32 and float64), then
+    random models with dropout (and batch norm), batches of several sizes, float32 and float64."""
     line_batch = (torch.tensor([[1.0], [2.0]]), torch.tensor([[1.0], [1.0]]))
     cases = [
         {
@@ -1131,6 +1179,18 @@ def hidden_cases(rng):
             "batches": [line_batch],
             "state": {"weight": torch.tensor([[2.0]]), "bias": torch.tensor([0.0])},
         }
+    ]  # fmt: skip
+    two_sizes = [
+        (torch.tensor([[1.0], [2.0]]), torch.tensor([[0.0], [1.0]])),
+        (torch.tensor([[0.0]]), torch.tensor([[1.0]])),
+    ]
+    cases += [
+        {
+            "n_in": 1, "hidden": "dropout", "norm": False, "dtype": dtype, "tolerance": 1e-6,
+            "batches": two_sizes,
+            "state": {"0.weight": torch.tensor([[2.0]]), "0.bias": torch.tensor([0.0])},
+        }
+        for dtype in (torch.float32, torch.float64)
     ]  # fmt: skip
     for n_in, hidden, rows, norm, dtype in [
         (3, 8, (4, 4, 4), False, torch.float32),
@@ -1164,9 +1224,12 @@ def hidden_cases(rng):
 
 
 def build_model(case):
-    """The case's model and batches, on the CPU, in its dtype: nn.Linear or a WatchedModel."""
+    """The case's model and batches, on the CPU, in its dtype: nn.Linear (with a dropout)
+    or a WatchedModel."""
     if case["hidden"] is None:
         model = nn.Linear(case["n_in"], 1)
+    elif case["hidden"] == "dropout":
+        model = nn.Sequential(nn.Linear(case["n_in"], 1), nn.Dropout(0.5))
     else:
         model = WatchedModel(case["n_in"], case["hidden"], norm=case["norm"])
     model.load_state_dict(case["state"])
@@ -1475,7 +1538,7 @@ assert versions_after == versions_before  # five updates, and autograd saw none 
 # - autograd must see each update: the tests check that every parameter's `_version` goes up at each step, so `.data` updates fail;
 # - no step's graph may outlive its step: the tests count, at each call of `model`, how many earlier steps' graphs are still alive, and accept at most one (the previous `loss`, until you rebind the name).
 #
-# For `nn.Linear(1, 1)` with weight 1 and bias 0, `lr = 0.1` and the batch `x = [[1]]`, `y = [[3]]` twice: the first loss is `(1 − 3)² = 4` and the gradients are `∂/∂w = ∂/∂b = 2 · (1 − 3) = −4`, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44`, with gradients `2 · (1.8 − 3) = −2.4`, so `w = 1.64`, `b = 0.64` after the epoch; the result is `(4 + 1.44) / 2 = 2.72`.
+# For `nn.Linear(1, 1)` with weight 1 and bias 0, `lr = 0.1`, the batch `x = [[1]]`, `y = [[3]]`, then the same row twice, `x = [[1], [1]]`, `y = [[3], [3]]`: the first loss is `(1 − 3)² = 4` and the gradients are `∂/∂w = ∂/∂b = 2 · (1 − 3) = −4`, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44` (the mean over its two rows), with gradients `2 · (1.8 − 3) = −2.4`, so `w = 1.64`, `b = 0.64` after the epoch; the result is `(4 + 1.44) / 2 = 2.72`, the mean over the two steps (not over the three samples).
 
 
 # %% nbgrader={"grade_id": "q4-answer", "solution": true}
@@ -1507,7 +1570,12 @@ def train_epoch(
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
-"""Checks train_epoch: the mean loss, the parameters, versions, and graphs kept across steps."""
+"""Checks train_epoch: the mean loss, the parameters, versions, and graphs kept across steps.
+
+Visible: the example by hand (batches of two sizes, left as they were), then random batches
+(versions, graphs alive, the parameters kept). Hidden: random models, batches, learning rates
+and dtypes, against the intended computation.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
@@ -1568,12 +1636,19 @@ for device in devices():
     with torch.no_grad():
         model.linear.weight.fill_(1.0)
         model.linear.bias.zero_()
-    batch = (torch.tensor([[1.0]], device=device), torch.tensor([[3.0]], device=device))
-    result = train_epoch(model, [batch, batch], lr=0.1)
+    example = [
+        (torch.tensor([[1.0]], device=device), torch.tensor([[3.0]], device=device)),
+        (torch.tensor([[1.0], [1.0]], device=device), torch.tensor([[3.0], [3.0]], device=device)),
+    ]
+    kept = KeptInputs(batches=example)
+    result = train_epoch(model, example, lr=0.1)
+    assert_inputs_left_alone(kept.changes(), "train_epoch(model, batches, lr)")
     assert type(result) is float, (
         f"train_epoch should return a Python float, got {type(result).__name__}"
     )
-    assert abs(result - 2.72) < 1e-5, f"the mean loss should be 2.72, got {result}"
+    assert abs(result - 2.72) < 1e-5, (
+        f"the mean loss should be 2.72, the mean over the steps, got {result}"
+    )
     assert torch.allclose(model.linear.weight.detach(), torch.tensor([[1.64]], device=device)), (
         f"the weight should be 1.64 after the epoch, got {model.linear.weight.item()}"
     )
@@ -1593,9 +1668,12 @@ for device in devices():
 def hidden_cases(rng):
     """The visible example by hand, then random linear models, batches of several sizes,
     learning rates, float32 and float64."""
-    batch = (torch.tensor([[1.0]]), torch.tensor([[3.0]]))
+    example = [
+        (torch.tensor([[1.0]]), torch.tensor([[3.0]])),
+        (torch.tensor([[1.0], [1.0]]), torch.tensor([[3.0], [3.0]])),
+    ]
     cases = [
-        {"weight": torch.tensor([[1.0]]), "bias": torch.tensor([0.0]), "batches": [batch, batch],
+        {"weight": torch.tensor([[1.0]]), "bias": torch.tensor([0.0]), "batches": example,
          "lr": 0.1, "dtype": torch.float32}
     ]  # fmt: skip
     for n_in, rows, lr, dtype in [

@@ -635,6 +635,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # Leave `paramn_`, `param_max` and `param_min` as they were: `param_max.to(dtype)` is `param_max` itself when its dtype is already `dtype`, so write only into tensors of your own.
 # The tests also run your function on the course's stand-in for a GPU (section 6 shows it), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
 # Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
+# The tests run the example in float32 and float64, with the seed's integer bounds and with the same bounds as floats of `paramn_`'s dtype.
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
@@ -662,7 +663,11 @@ def ratio_features(
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
-"""Checks ratio_features: values, gradient through k (by hand), device (on a GPU stand-in) and dtype."""
+"""Checks ratio_features: values, gradient through k (by hand), device (on a GPU stand-in) and dtype.
+
+Visible: the example in float32 and float64, with integer bounds and with float bounds of
+paramn_'s dtype; paramn_ and the bounds left as they were. Hidden: random bounds and weights.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
@@ -670,7 +675,9 @@ def _check_features(paramn_values, param_max, param_min, weights, device, dtype,
     """Calls ratio_features and compares with the values and gradient worked out by hand."""
     paramn_ = nn.Parameter(paramn_values.to(device, dtype))
     param_max, param_min, weights = param_max.to(device), param_min.to(device), weights.to(device)
+    kept = KeptInputs(paramn_=paramn_, param_max=param_max, param_min=param_min)
     features = ratio_features(paramn_, param_max, param_min)
+    assert_inputs_left_alone(kept.changes(), "ratio_features(paramn_, max, min)")
     values, grad = values.to(device, dtype), grad.to(device, dtype)
     assert isinstance(features, torch.Tensor) and features.shape == (3,), (
         "return a tensor of shape (3,)"
@@ -704,10 +711,11 @@ example_values = torch.tensor([0.5, 0.75, 3 / 14], dtype=torch.float64)
 example_grad = torch.tensor([1 + 1 / 7, 1 - 1.5 / 12.25], dtype=torch.float64)
 for device in devices():
     for dtype in (torch.float32, torch.float64):
-        _check_features(
-            torch.tensor([0.5, 0.75]), seed_max, seed_min, torch.ones(3), device, dtype,
-            example_values, example_grad,
-        )  # fmt: skip
+        for bounds_dtype in (torch.int64, dtype):  # the seed's integers, or floats
+            _check_features(
+                torch.tensor([0.5, 0.75]), seed_max.to(bounds_dtype), seed_min.to(bounds_dtype),
+                torch.ones(3), device, dtype, example_values, example_grad,
+            )  # fmt: skip
 paramn_ = nn.Parameter(torch.tensor([0.5, 0.75]))
 features = on_gpu(ratio_features, paramn_, seed_max, seed_min)
 assert features.shape == (3,) and features.requires_grad, "on a GPU too, a (3,) tensor with a graph"
@@ -715,12 +723,14 @@ assert features.shape == (3,) and features.requires_grad, "on a GPU too, a (3,) 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The visible example in both dtypes, then random bounds (integer or float) and weights."""
+    """The visible example in both dtypes, with integer bounds and with float bounds of that
+    dtype, then random bounds (integer or float) and weights."""
     cases = [
-        {"values": torch.tensor([0.5, 0.75]), "high": seed_high, "low": seed_low,
-         "weights": torch.ones(3), "dtype": dtype}
+        {"values": torch.tensor([0.5, 0.75]), "high": seed_high.to(bounds_dtype),
+         "low": seed_low.to(bounds_dtype), "weights": torch.ones(3), "dtype": dtype}
         for seed_high, seed_low in [(torch.tensor([2, 4, 2]), torch.tensor([1, 2, 0]))]
         for dtype in ("float32", "float64")
+        for bounds_dtype in (torch.int64, getattr(torch, dtype))
     ]  # fmt: skip
     for dtype in ("float32", "float64"):
         for integer_bounds in (True, False):
@@ -947,7 +957,7 @@ with expect_error(RuntimeError, match="same device"):
 #
 # Write `vandermonde(x, degree)`: for a 1-d tensor `x` of shape `(n,)` and an integer `degree >= 1`, return the `(n, degree + 1)` matrix whose column `j` is `x ** j` (column 0 is all ones).
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
-# The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was.
+# The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was (its values, `requires_grad` and version).
 # The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
 
 
@@ -970,13 +980,15 @@ def vandermonde(x: torch.Tensor, degree: int) -> torch.Tensor:
 
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
-"""Checks vandermonde: values, gradient (by hand), device (on a GPU stand-in) and dtype."""
+"""Checks vandermonde: values, gradient (by hand), device (on a GPU stand-in), dtype, x left alone."""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_vandermonde(x_values, degree, weights, device, dtype):
     x = x_values.to(device, dtype).requires_grad_(True)
+    kept = KeptInputs(x=x)
     matrix = vandermonde(x, degree)
+    assert_inputs_left_alone(kept.changes(), f"vandermonde(x, {degree})")
     n = x.shape[0]
     assert isinstance(matrix, torch.Tensor) and matrix.shape == (n, degree + 1), (
         f"the result should have shape {(n, degree + 1)}"
@@ -1253,14 +1265,17 @@ def pose_matrix(theta: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 
 # %% nbgrader={"grade_id": "q4-tests", "grade": true, "locked": true, "points": 3}
-"""Checks pose_matrix: values, gradients for theta and t (by hand), device (on a GPU stand-in) and dtype."""
+"""Checks pose_matrix: values, gradients for theta and t (by hand), device (on a GPU stand-in),
+dtype, theta and t left as they were."""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 
 
 def _check_pose(angle, shift, weights, device, dtype):
     theta = torch.tensor(angle, device=device, dtype=dtype, requires_grad=True)
     t = shift.to(device, dtype).requires_grad_(True)
+    kept = KeptInputs(theta=theta, t=t)
     matrix = pose_matrix(theta, t)
+    assert_inputs_left_alone(kept.changes(), "pose_matrix(theta, t)")
     assert isinstance(matrix, torch.Tensor) and matrix.shape == (3, 3), "return a (3, 3) tensor"
     assert matrix.device.type == device.type, explain("wrong-device")
     assert matrix.dtype == dtype, f"the matrix is {matrix.dtype}, theta is {dtype}. " + explain(

@@ -702,7 +702,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled, and only those rows, as `nn.Embedding` rescales them (the per-step `clone()` of section 4 gives other values: for the example below, its step-0 logits are printed under the model).
 # Look the rows up with `model.embedding` itself (or `F.embedding`), so that the gradients are the ones `nn.Embedding`'s lookup gives.
 # The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
-# For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`.
+# For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`, in float32 and in float64; row 3 of the weight, which `tokens` does not look up, gets its gradient only through the output layer.
 # The model is the caller's: leave its settings (`max_norm`), `model.recurrent` and `tokens` as you found them; `model.embedding.weight` may end with the rows of `tokens` rescaled, as `model(tokens)` leaves it, or as it was.
 # The tests run your function on models with other sizes, tokens, `max_norm` and dtypes, and on the course's stand-in for a GPU.
 
@@ -748,39 +748,73 @@ def tied_rnn_logits(model: TiedRNNLM, tokens: torch.Tensor) -> torch.Tensor:
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
-"""Checks tied_rnn_logits: backward works, the logits and both weights' gradients, any device."""
+"""Checks tied_rnn_logits: backward works, the logits and both weights' gradients, any device.
+
+Visible: the example in float32 and float64 (the model's max_norm, model.recurrent and tokens
+as they were; a gradient through the output layer), and on a GPU stand-in. Hidden: models of
+other sizes, tokens, max_norm and dtypes, against the intended logits and gradients.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
-    model_q2 = q2_example_model(device)
-    logits_q2 = tied_rnn_logits(model_q2, torch.tensor([[1, 0, 2]], device=device))
-    assert tuple(logits_q2.shape) == (1, 3, 4), (
-        f"logits should have shape (1, 3, 4), got {tuple(logits_q2.shape)}"
-    )
-    expected_step0 = torch.tensor([[0.4787, 0.2394, 0.3799, 0.9575]], device=device)
-    assert torch.allclose(logits_q2[:, 0].detach(), expected_step0, atol=1e-4), (
-        f"the logits of step 0 should be {[round(v, 4) for v in expected_step0[0].tolist()]}, "
-        f"got {[round(v, 4) for v in logits_q2[0, 0].tolist()]}: use the weight with every row "
-        "of tokens rescaled before any use of it. " + explain("embedding-renorm-in-forward")
-    )
-    try:
-        logits_q2.sum().backward()
-    except RuntimeError as error:
-        raise AssertionError(
-            f"backward() through your logits failed: {str(error).splitlines()[0][:200]} "
-            + explain("embedding-renorm-in-forward")
-        ) from None
-    assert model_q2.embedding.weight.grad is not None, "no gradient reached the embedding"
-    assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
+    for dtype in (torch.float32, torch.float64):
+        model_q2 = q2_example_model(device).to(dtype)
+        tokens_q2 = torch.tensor([[1, 0, 2]], device=device)
+        kept = KeptInputs(tokens=tokens_q2, recurrent=model_q2.recurrent)
+        try:
+            logits_q2 = tied_rnn_logits(model_q2, tokens_q2)
+        except RuntimeError as error:
+            if dtype == torch.float32:
+                raise
+            raise AssertionError(
+                f"tied_rnn_logits failed on a float64 model: {str(error).splitlines()[0][:200]}"
+                ". Build the tensors you make (the first h, for one) in the model's dtype. "
+                + explain("wrong-dtype")
+            ) from None
+        settings = (model_q2.embedding.max_norm, model_q2.embedding.norm_type)
+        assert settings == (1.0, 2.0), (
+            f"tied_rnn_logits changed the model's max_norm/norm_type for good (now "
+            f"{settings[0]}, {settings[1]}): the model is the caller's"
+        )
+        assert_inputs_left_alone(kept.changes(), "tied_rnn_logits(model, tokens)")
+        assert tuple(logits_q2.shape) == (1, 3, 4), (
+            f"logits should have shape (1, 3, 4), got {tuple(logits_q2.shape)}"
+        )
+        assert logits_q2.dtype == dtype, (
+            f"the logits should be {dtype}, like the model, got {logits_q2.dtype}"
+        )
+        expected_step0 = torch.tensor([[0.4787, 0.2394, 0.3799, 0.9575]], device=device)
+        assert torch.allclose(logits_q2[:, 0].detach(), expected_step0.to(dtype), atol=1e-4), (
+            f"the logits of step 0 should be {[round(v, 4) for v in expected_step0[0].tolist()]}, "
+            f"got {[round(v, 4) for v in logits_q2[0, 0].tolist()]}: use the weight with every "
+            "row of tokens rescaled before any use of it. " + explain("embedding-renorm-in-forward")
+        )
+        try:
+            logits_q2.sum().backward()
+        except RuntimeError as error:
+            raise AssertionError(
+                f"backward() through your logits failed: {str(error).splitlines()[0][:200]} "
+                + explain("embedding-renorm-in-forward")
+            ) from None
+        embedding_grad = model_q2.embedding.weight.grad
+        assert embedding_grad is not None, "no gradient reached the embedding"
+        assert model_q2.recurrent.weight.grad is not None, "no gradient reached model.recurrent"
+        assert embedding_grad[3].abs().sum() > 0, (
+            "no gradient reached the embedding through the output layer: row 3, which tokens "
+            "does not look up, gets its gradient only there (was the tied weight detached?). "
+            + explain("grad-never-reached")
+        )
 on_gpu(tied_rnn_logits, q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The example (weights of the sum), then models of other sizes, max_norm and dtypes."""
+    """The example (weights of the sum) in both dtypes, then models of other sizes, max_norm
+    and dtypes."""
     cases = [
         {"weight": torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [1.2, 1.6]]),
          "recurrent": torch.tensor([[0.5, 0.0], [0.0, 0.5]]), "max_norm": 1.0,
-         "tokens": torch.tensor([[1, 0, 2]]), "probe": torch.ones(1, 3, 4), "dtype": "float32"}
+         "tokens": torch.tensor([[1, 0, 2]]), "probe": torch.ones(1, 3, 4), "dtype": dtype}
+        for dtype in ("float32", "float64")
     ]  # fmt: skip
     for vocab, dim, batch, seq, max_norm, dtype in [
         (7, 3, 2, 4, 1.0, "float32"),
@@ -962,7 +996,8 @@ assert torch.allclose(w.grad, torch.tensor([-0.128, 0.096]))
 # A row whose `norm_type`-norm is above `max_norm` comes back rescaled to that norm; the others come back as they are (1e-5 is close enough, so the `1e-7` of section 1 does not matter).
 # A gradient must reach `weight` from the result, for the looked-up rows only, and be finite on every row: a row of norm 0 comes back as it is, with a gradient.
 # Leave `indices` as they were too.
-# For `weight = [[3, 4], [0.3, 0.4]]`, `indices = [0, 1, 0]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8]]`, and the weight still holds `[3, 4]`.
+# For `weight = [[3, 4], [0.3, 0.4], [0, 0]]`, `indices = [0, 1, 0, 2]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8], [0, 0]]`, the weight still holds `[3, 4]`, and the gradient of the result's sum is finite and nonzero on every row, the row of norm 0 included.
+# With `norm_type = 1`, the row `[3, 4]` has norm 7 and comes back as `[3/7, 4/7]`.
 # The result has the weight's dtype and device.
 
 
@@ -990,12 +1025,21 @@ def max_norm_lookup(
 
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
-"""Checks max_norm_lookup: the values of nn.Embedding(max_norm), weight never written, gradient."""
+"""Checks max_norm_lookup: the values of nn.Embedding(max_norm), weight never written, gradient.
+
+Visible: the example (a row of norm 0 included: a finite gradient on every row), and the row
+[3, 4] with norm_type 1; weight and indices left as they were. Hidden: tables with a zero, a
+short and a long row, several p-norms, shapes and dtypes.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 for device in devices():
-    weight_q3 = torch.tensor([[3.0, 4.0], [0.3, 0.4]], device=device, requires_grad=True)
-    rows_q3 = max_norm_lookup(weight_q3, torch.tensor([0, 1, 0], device=device), 1.0)
-    expected_rows = torch.tensor([[0.6, 0.8], [0.3, 0.4], [0.6, 0.8]], device=device)
+    weight_q3 = torch.tensor(
+        [[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]], device=device, requires_grad=True
+    )
+    indices_q3 = torch.tensor([0, 1, 0, 2], device=device)
+    kept = KeptInputs(weight=weight_q3, indices=indices_q3)
+    rows_q3 = max_norm_lookup(weight_q3, indices_q3, 1.0)
+    expected_rows = torch.tensor([[0.6, 0.8], [0.3, 0.4], [0.6, 0.8], [0.0, 0.0]], device=device)
     assert torch.allclose(rows_q3.detach(), expected_rows, atol=1e-5), (
         f"expected {expected_rows.tolist()}, got {rows_q3.tolist()}: rescale only the rows "
         "above max_norm, to max_norm. " + explain("embedding-renorm-in-forward")
@@ -1003,6 +1047,7 @@ for device in devices():
     assert weight_q3._version == 0 and weight_q3.detach()[0].tolist() == [3.0, 4.0], (
         "weight was written. " + explain("embedding-renorm-wrote-weight")
     )
+    assert_inputs_left_alone(kept.changes(), "max_norm_lookup(weight, indices, ...)")
     assert rows_q3.requires_grad, (
         "the result does not require grad: no gradient can reach weight. "
         + explain("grad-never-reached")
@@ -1011,15 +1056,38 @@ for device in devices():
     assert weight_q3.grad is not None and weight_q3.grad.abs().sum() > 0, (
         "no gradient reached weight. " + explain("grad-never-reached")
     )
+    finite = weight_q3.grad.isfinite().all(dim=1)
+    assert finite.all(), (
+        f"weight.grad is not finite on rows {finite.logical_not().nonzero().flatten().tolist()}"
+        " (row 2 has norm 0: a division by the norm gives inf or NaN there, even where "
+        "torch.where keeps the row as it is). Divide by something that cannot be 0."
+    )
+    reached = weight_q3.grad.abs().sum(dim=1) > 0
+    assert reached.all(), (
+        f"no gradient reached rows {reached.logical_not().nonzero().flatten().tolist()}, which "
+        "the example looks up (row 2, of norm 0, comes back as it is, with a gradient). "
+        + explain("grad-never-reached")
+    )
+    rows_l1 = max_norm_lookup(
+        torch.tensor([[3.0, 4.0]], device=device), torch.tensor([0], device=device), 1.0, 1.0
+    )
+    expected_l1 = torch.tensor([[3 / 7, 4 / 7]], device=device)
+    assert torch.allclose(rows_l1, expected_l1, atol=1e-5), (
+        f"with norm_type=1, expected {expected_l1.tolist()}, got {rows_l1.tolist()}: rescale "
+        "the rows whose norm_type-norm is above max_norm. " + explain("embedding-renorm-in-forward")
+    )
 on_gpu(max_norm_lookup, torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2]), 1.0)
 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The example, then tables with a zero row, a short row and a long row, several p-norms."""
+    """The examples, then tables with a zero row, a short row and a long row, several p-norms."""
     cases = [
-        {"weight": torch.tensor([[3.0, 4.0], [0.3, 0.4]]), "indices": torch.tensor([0, 1, 0]),
-         "max_norm": 1.0, "norm_type": 2.0, "probe": torch.ones(3, 2)}
+        {"weight": torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]]),
+         "indices": torch.tensor([0, 1, 0, 2]), "max_norm": 1.0, "norm_type": 2.0,
+         "probe": torch.ones(4, 2)},
+        {"weight": torch.tensor([[3.0, 4.0]]), "indices": torch.tensor([0]), "max_norm": 1.0,
+         "norm_type": 1.0, "probe": torch.tensor([[1.0, 2.0]])},  # the sum's gradient is 0
     ]  # fmt: skip
     for rows_count, dim, shape, max_norm, norm_type, dtype in [
         (10, 4, (6,), 1.0, 2.0, torch.float32),

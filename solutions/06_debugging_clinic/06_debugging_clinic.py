@@ -543,6 +543,8 @@ assert len(set(buggy_losses)) == 1 and torch.equal(weight_before, buggy_model.we
 # Leave `inputs` and `targets` as they were.
 #
 # For `nn.Linear(1, 1)` with weight 1 and bias 0, `inputs = [[1]]`, `targets = [[3]]`, `steps = 2` and `lr = 0.1`: the first loss is `(1 − 3)² = 4` and the gradients are `2 · (1 − 3) = −4` for both, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44`, so `w = 1.64`, `b = 0.64` at the end, and the result is `[4.0, 1.44]`.
+# With the row twice, `inputs = [[1], [1]]`, `targets = [[3], [3]]` (in float64), the mean, and so every loss and parameter, is the same.
+# With the one row, `steps = 3` and `lr = 0.25`, the first step lands on the target (`w = 2`, `b = 1`, `2 + 1 = 3`), and the result is `[4.0, 0.0, 0.0]`.
 # The tests train models you have not seen (several layers, sizes, float32 and float64, learning rates) on data you have not seen, compare every loss and parameter with what this computation gives, and run your function on the course's stand-in for a GPU.
 
 
@@ -576,35 +578,68 @@ def train(
 
 
 # %% nbgrader={"grade_id": "q1-tests", "grade": true, "locked": true, "points": 3}
-"""Checks train on the example: the losses, the parameters, on every device."""
+"""Checks train on the examples: the losses, the parameters, on every device.
+
+Visible: the example, the example with its row twice (float64), the example until the loss is
+0, each with inputs and targets left as they were; and on a GPU stand-in. Hidden: small networks
+on data you have not seen, float32 and float64, and losses that fall to 0.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
-for device in devices():
-    model = nn.Linear(1, 1).to(device)
+
+
+def check_training(rows: int, steps: int, lr: float, dtype, device, losses, weight, bias):
+    """Trains nn.Linear(1, 1) (weight 1, bias 0) on the row [1] -> [3], `rows` times."""
+    model = nn.Linear(1, 1).to(device, dtype)
     with torch.no_grad():
         model.weight.fill_(1.0)
         model.bias.zero_()
-    example = (torch.tensor([[1.0]], device=device), torch.tensor([[3.0]], device=device))
-    result = train(model, *example, steps=2, lr=0.1)
+    inputs = torch.ones(rows, 1, device=device, dtype=dtype)
+    targets = torch.full((rows, 1), 3.0, device=device, dtype=dtype)
+    kept = KeptInputs(inputs=inputs, targets=targets)
+    result = train(model, inputs, targets, steps=steps, lr=lr)
+    assert_inputs_left_alone(kept.changes(), "train(model, inputs, targets, ...)")
     assert isinstance(result, list) and all(type(value) is float for value in result), (
         f"train should return a list of Python floats, got {result!r}"
     )
-    assert len(result) == 2 and abs(result[0] - 4.0) < 1e-5 and abs(result[1] - 1.44) < 1e-5, (
-        f"the losses should be [4.0, 1.44], got {result}"
+    assert len(result) == steps, (
+        f"train should return {steps} losses, got {len(result)}: run every step, even once "
+        "the loss is small"
     )
-    assert abs(model.weight.item() - 1.64) < 1e-5 and abs(model.bias.item() - 0.64) < 1e-5, (
-        f"after two steps the weight should be 1.64 and the bias 0.64, got "
-        f"{model.weight.item():.4f} and {model.bias.item():.4f}. " + explain("grad-accumulates")
+    assert all(abs(value - loss) < 1e-5 for value, loss in zip(result, losses, strict=True)), (
+        f"the losses should be {losses}, got {result}: the mean of the squared errors, each "
+        "computed before its step's update."
+        + (f" {explain('loss-not-reduced')}" if rows > 1 else "")
     )
+    assert abs(model.weight.item() - weight) < 1e-5 and abs(model.bias.item() - bias) < 1e-5, (
+        f"after {steps} steps on {rows} rows the weight should be {weight} and the bias {bias}, "
+        f"got {model.weight.item():.4f} and {model.bias.item():.4f}. "
+        + (explain("loss-not-reduced") if rows > 1 else explain("grad-accumulates"))
+    )
+
+
+for device in devices():
+    check_training(1, 2, 0.1, torch.float32, device, [4.0, 1.44], weight=1.64, bias=0.64)
+    check_training(2, 2, 0.1, torch.float64, device, [4.0, 1.44], weight=1.64, bias=0.64)
+    check_training(1, 3, 0.25, torch.float32, device, [4.0, 0.0, 0.0], weight=2.0, bias=1.0)
+line = nn.Linear(1, 1, dtype=torch.float64)  # the second example, on a GPU stand-in
+with torch.no_grad():
+    line.weight.fill_(1.0)
+    line.bias.zero_()
+two_rows = torch.ones(2, 1, dtype=torch.float64)
+on_gpu(train, line, two_rows, 3 * two_rows, 2, 0.1, name="train(...)")
 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """The example, then small networks (Linear, Tanh, Linear) on data drawn from rng, then
-    a line whose loss falls to 0 after one step (lr 0.25) or towards it (lr 0.2)."""
+    """The visible examples, then small networks (Linear, Tanh, Linear) on data drawn from rng,
+    then a line whose loss falls to 0 after one step (lr 0.25) or towards it (lr 0.2)."""
+    line = [(torch.tensor([[1.0]]), torch.tensor([0.0]))]
     cases = [
-        {"layers": [(torch.tensor([[1.0]]), torch.tensor([0.0]))],
-         "inputs": torch.tensor([[1.0]]), "targets": torch.tensor([[3.0]]),
-         "steps": 2, "lr": 0.1, "dtype": torch.float32}
+        {"layers": line, "inputs": torch.ones(rows, 1), "targets": torch.full((rows, 1), 3.0),
+         "steps": steps, "lr": lr, "dtype": dtype}
+        for rows, steps, lr, dtype in [
+            (1, 2, 0.1, torch.float32), (2, 2, 0.1, torch.float64), (1, 3, 0.25, torch.float32)
+        ]
     ]  # fmt: skip
     for n_in, hidden, n_out, rows, steps, lr, dtype in [
         (3, 5, 1, 16, 4, 0.1, torch.float32),
@@ -620,7 +655,6 @@ def hidden_cases(rng):
         cases.append({"layers": layers, "inputs": inputs, "targets": targets, "steps": steps,
                       "lr": lr, "dtype": dtype})  # fmt: skip
     # Losses that fall to 0, or below any tolerance, within the steps: every step still counts.
-    line = [(torch.tensor([[1.0]]), torch.tensor([0.0]))]
     for lr, steps, dtype in [(0.25, 5, torch.float32), (0.2, 14, torch.float64)]:
         data = {"inputs": torch.tensor([[1.0]]), "targets": torch.tensor([[3.0]])}
         cases.append({"layers": line, **data, "steps": steps, "lr": lr, "dtype": dtype})
@@ -892,7 +926,12 @@ class FixedScorer(nn.Module):
 
 
 # %% nbgrader={"grade_id": "q2-tests", "grade": true, "locked": true, "points": 3}
-"""Checks FixedScorer: what it registers, its scores, and that it follows .to() to the GPU stand-in."""
+"""Checks FixedScorer: what it registers, its scores, and that it follows .to() to the GPU stand-in.
+
+Visible: FixedScorer(3, 4) after torch.manual_seed(0): its trainable parameters, its scores (x
+left as it was), on a GPU stand-in; three SGD steps move every trainable parameter and not
+scale. Hidden: other sizes, inputs and dtypes; the scores and the steps against the formula.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
 torch.manual_seed(0)
 fixed_scorer = FixedScorer(3, 4)
@@ -901,9 +940,12 @@ assert trainable == ["body.bias", "body.weight", "head.bias", "head.weight"], (
     f"the trainable parameters should be body.weight, body.bias, head.weight, head.bias; got "
     f"{trainable}. " + explain("module-state-unregistered")
 )
-x = torch.randn(5, 3)
+x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+kept = KeptInputs(x=x)
+scores = fixed_scorer(x)
+assert_inputs_left_alone(kept.changes(), "FixedScorer's forward(x)")
 expected = fixed_scorer.head(torch.relu(fixed_scorer.body(x)) * torch.linspace(0.5, 1.5, 4))
-assert torch.allclose(fixed_scorer(x), expected.squeeze(1)), "the scores differ from the formula"
+assert torch.allclose(scores, expected.squeeze(1)), "the scores differ from the formula"
 with gpu_standin():
     fixed_scorer.to("cuda")
     assert fixed_scorer.scale.device == GPU, "model.to(device) left scale on the CPU. " + explain(
@@ -912,11 +954,35 @@ with gpu_standin():
     scores = on_gpu(fixed_scorer, x, name="FixedScorer(...)(x)")
 assert torch.allclose(to_host(scores), expected.squeeze(1).detach()), "the scores differ on the GPU"
 
+torch.manual_seed(0)
+trained = FixedScorer(3, 4)  # three SGD steps on the squared error, towards 0
+before = {name: p.detach().clone() for name, p in trained.named_parameters()}
+optimizer = torch.optim.SGD([p for p in trained.parameters() if p.requires_grad], lr=0.1)
+for _ in range(3):
+    optimizer.zero_grad()
+    (trained(x) ** 2).mean().backward()
+    optimizer.step()
+for name, p in trained.named_parameters():
+    if p.requires_grad:
+        assert not torch.equal(p.detach(), before[name]), (
+            f"{name} did not move in three SGD steps: it is not trained. "
+            + explain("module-state-unregistered")
+        )
+trained_scale = getattr(trained, "scale", None)
+assert isinstance(trained_scale, torch.Tensor) and torch.equal(
+    trained_scale.detach(), torch.linspace(0.5, 1.5, 4)
+), "scale should be torch.linspace(0.5, 1.5, hidden), and not trained"
+
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """Sizes, batches and dtypes; inputs and targets drawn from rng; a seed for the initialisation."""
-    cases = []
+    """The visible scorer, then sizes, batches and dtypes; inputs and targets drawn from rng; a
+    seed for the initialisation."""
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    cases = [
+        {"features": 3, "hidden": 4, "dtype": torch.float32, "seed": 0, "x": x,
+         "targets": torch.zeros(5)}
+    ]  # fmt: skip
     for features, hidden, rows, dtype in [
         (3, 4, 5, torch.float32),
         (5, 7, 9, torch.float64),
@@ -1220,6 +1286,7 @@ assert carried[-1] > 5 * detached[-1] and max(detached) - min(detached) < 1  # K
 # The hidden state starts at zeros, shape `(batch, model.cell.hidden_size)`, on the model's device and in its dtype, and each chunk starts from the state the previous chunk ended with, without its graph.
 # For each chunk: fresh gradients, `logits, h = model(inputs, h)`, the loss `F.cross_entropy(logits.flatten(0, 1), targets.flatten())`, `backward()`, one step.
 # Return the chunks' losses as Python floats, and leave `chunks` as they were.
+# For `CharRNN(5, 4)` made after `torch.manual_seed(0)`, trained with `lr = 0.5` on the chunks of section 6, the first three losses are `≈ [1.5539, 1.5626, 1.4634]`, in float32 and in float64.
 # The tests train `CharRNN` models of other sizes and dtypes on streams you have not seen, compare every loss and parameter with this computation, and run your function on the GPU stand-in.
 
 
@@ -1252,33 +1319,73 @@ def train_lm(model: CharRNN, chunks: list, lr: float) -> list[float]:
 
 
 # %% nbgrader={"grade_id": "q3-tests", "grade": true, "locked": true, "points": 3}
-"""Checks train_lm on the stream of section 6: it runs, returns floats, and the loss falls."""
+"""Checks train_lm on the stream of section 6: it runs, returns floats, and the loss falls.
+
+Visible: CharRNN(5, 4) after torch.manual_seed(0), in float32 and float64 (chunks left as they
+were): the first three losses, by the text's numbers; and on a GPU stand-in. Hidden: section 6's
+stream with other parameters, other streams, sizes and dtypes, every loss and parameter.
+"""
 reset_torch_settings()  # torch's defaults: what earlier cells left does not reach these tests
+for dtype in (torch.float32, torch.float64):
+    torch.manual_seed(0)
+    lm = CharRNN(5, 4).to(dtype)
+    kept = KeptInputs(chunks=chunks)
+    try:
+        lm_losses = train_lm(lm, chunks, lr=0.5)
+    except RuntimeError as error:
+        if dtype == torch.float32:
+            raise
+        raise AssertionError(
+            f"train_lm failed on a float64 model: {str(error).splitlines()[0][:200]}. The "
+            "state starts at zeros in the model's dtype, on its device. " + explain("wrong-dtype")
+        ) from None
+    assert_inputs_left_alone(kept.changes(), "train_lm(model, chunks, lr)")
+    assert isinstance(lm_losses, list) and all(type(value) is float for value in lm_losses), (
+        f"train_lm should return a list of Python floats, got {lm_losses!r}"
+    )
+    assert len(lm_losses) == len(chunks), f"one loss per chunk: {len(chunks)}, got {len(lm_losses)}"
+    for number, truth in enumerate([1.5539, 1.5626, 1.4634]):
+        assert abs(lm_losses[number] - truth) < 1e-4, (
+            f"the loss of chunk {number} should be {truth}, got {lm_losses[number]:.4f}: each "
+            "chunk starts from the state the previous one ended with, after the previous "
+            "chunk's step. " + explain("hidden-state-carried")
+        )
+    assert sum(lm_losses[-3:]) < sum(lm_losses[:3]), (
+        f"the loss should fall over the stream: {[round(value, 3) for value in lm_losses]}"
+    )
 torch.manual_seed(0)
-lm = CharRNN(5, 4)
-lm_losses = train_lm(lm, chunks, lr=0.5)
-assert isinstance(lm_losses, list) and all(type(value) is float for value in lm_losses), (
-    f"train_lm should return a list of Python floats, got {lm_losses!r}"
-)
-assert len(lm_losses) == len(chunks), f"one loss per chunk: {len(chunks)}, got {len(lm_losses)}"
-assert sum(lm_losses[-3:]) < sum(lm_losses[:3]), (
-    f"the loss should fall over the stream: {[round(value, 3) for value in lm_losses]}"
-)
+on_gpu(train_lm, CharRNN(5, 4).double(), chunks, 0.5, name="train_lm(...)")
 
 
 ### BEGIN HIDDEN TESTS
 def hidden_cases(rng):
-    """Section 6's stream, then random streams, sizes, chunk lengths and dtypes."""
+    """Section 6's stream with the visible model in both dtypes, then with random parameters,
+    then random streams, sizes, chunk lengths and dtypes."""
     section_6 = torch.tensor([[0, 1, 2, 3, 4] * 8, [4, 3, 2, 1, 0] * 8])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # CharRNN(5, 4)'s layers, made in its order: the visible model
+        layers = {
+            "embedding": nn.Embedding(5, 4),
+            "cell": nn.RNNCell(4, 4),
+            "head": nn.Linear(4, 5),
+        }
+    visible = {
+        f"{layer}.{name}": value.detach()
+        for layer, module in layers.items()
+        for name, value in module.state_dict().items()
+    }
     cases = [{"vocab": 5, "hidden": 4, "stream": section_6, "length": 4, "lr": 0.5,
-              "dtype": torch.float32}]  # fmt: skip
+              "dtype": dtype, "parameters": visible}
+             for dtype in (torch.float32, torch.float64)]  # fmt: skip
+    cases.append({"vocab": 5, "hidden": 4, "stream": section_6, "length": 4, "lr": 0.5,
+                  "dtype": torch.float32})  # fmt: skip
     for vocab, hidden, batch, n, length, lr, dtype in [
         (6, 5, 3, 19, 3, 0.3, torch.float64),
         (4, 3, 1, 13, 4, 0.5, torch.float32),
     ]:
         cases.append({"vocab": vocab, "hidden": hidden, "stream": torch.randint(vocab, (batch, n), generator=rng),
                       "length": length, "lr": lr, "dtype": dtype})  # fmt: skip
-    for case in cases:
+    for case in cases[2:]:  # after the visible model's
         shapes = {"embedding.weight": (case["vocab"], case["hidden"]),
                   "cell.weight_ih": (case["hidden"], case["hidden"]), "cell.weight_hh": (case["hidden"], case["hidden"]),
                   "cell.bias_ih": (case["hidden"],), "cell.bias_hh": (case["hidden"],),
