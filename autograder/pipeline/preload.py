@@ -1,8 +1,8 @@
 """Which modules the zygote imports before forking, read from the released notebooks.
 
 A kernel forked from the zygote starts with whatever the zygote imported; what it did not
-import, every student's kernel imports again (matplotlib's pyplot about 0.7 s, LibCST for
-the linter about 0.9 s, on two cores). Rather than a hand list that the next notebook
+import, every student's kernel imports again (matplotlib's pyplot about 0.7 s on two cores;
+the linter's LibCST took 0.9 s before the linter moved to Python's ``ast``). Rather than a hand list that the next notebook
 forgets, the grader reads the imports of the assignment's released notebooks (the course's
 code, never a student's) and asks the zygote to import them once
 (:meth:`autograder.sandbox.zygote.Zygote.preload_modules`).
