@@ -2,9 +2,10 @@
 
 A kernel forked from the zygote starts with whatever the zygote imported; what it did not
 import, every student's kernel imports again (matplotlib's pyplot about 0.7 s on two cores;
-the linter's LibCST took 0.9 s before the linter moved to Python's ``ast``). Rather than a hand list that the next notebook
-forgets, the grader reads the imports of the assignment's released notebooks (the course's
-code, never a student's) and asks the zygote to import them once
+the linter's LibCST took 0.9 s before the linter moved to Python's ``ast``). Rather than a
+hand list that the next notebook forgets, the grader reads the imports of the assignment's
+released notebooks (the course's code, never a student's) and asks the zygote to import them
+once
 (:meth:`autograder.sandbox.zygote.Zygote.preload_modules`).
 
 Only imports that run when the notebook runs top to bottom are taken: ``import`` and
