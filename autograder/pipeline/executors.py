@@ -35,11 +35,13 @@ from autograder.pipeline.reference import AssignmentReference
 from autograder.pipeline.worker import (
     GradingWorker,
     WorkerSettings,
+    close_installed,
     current_worker,
     follow_stop,
     grade_batch,
     hold,
     install,
+    stop_grading,
 )
 from autograder.sandbox.bwrap import Sandbox
 from autograder.sandbox.zygote import (
@@ -515,7 +517,7 @@ class DaskExecutor:
                 # The local cluster's students end now, as on the local pool. A remote
                 # worker may be grading for another run as well: it finishes its batch.
                 with contextlib.suppress(Exception):
-                    self.client.run(kill_launched)
+                    self.client.run(stop_grading)
 
     def stop(self) -> None:
         """Stops waiting for the workers: no batch is sent any more, those sent are cancelled.
@@ -563,6 +565,11 @@ class DaskExecutor:
 
     def close(self) -> None:
         """Disconnects, and stops the local cluster if this executor started it."""
+        if self.cluster is not None and self.client.status == "running":
+            # Each worker removes its own folders now: stopping the cluster may end its
+            # processes before their exit handlers run. (A remote worker keeps its zygote.)
+            with contextlib.suppress(Exception):
+                self.client.run(close_installed)
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()

@@ -144,13 +144,21 @@ class GradingWorker:
         return results
 
     def close(self) -> None:
-        """Stops the zygote (if started here) and removes this worker's folders."""
-        if self.grader is not None:
-            self.grader.close()
-            self.grader = None
-        if self.zygote is not None and self._own_zygote:
-            self.zygote.close()
-        remove_tree(self.folder)
+        """Stops the zygote (if started here) and removes this worker's folders.
+
+        Each step runs even when the one before failed (a grader closed by a signal while
+        its student was being graded may raise): the folders go in any case.
+        """
+        grader, self.grader = self.grader, None
+        try:
+            if grader is not None:
+                grader.close()
+        finally:
+            try:
+                if self.zygote is not None and self._own_zygote:
+                    self.zygote.close()
+            finally:
+                remove_tree(self.folder)
 
 
 def _grade_one(grader: Grader, student: StudentNotebook, feedback: bool) -> GradedNotebook:
@@ -197,6 +205,8 @@ def follow_stop(event: object) -> None:
 
 def _end_on_sigterm(signum: int, frame: object) -> None:
     """Ends this grading process at once, leaving no zygote, kernel or folder behind."""
+    # A second SIGTERM (the group's, then the pool's own) must not cut this clean-up short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         kill_launched()
         if _worker is not None:
@@ -210,6 +220,8 @@ def _end_on_sigterm(signum: int, frame: object) -> None:
 # The grading state of this process, for the tasks of a pool or of a Dask worker.
 _worker: GradingWorker | None = None
 _worker_lock = threading.Lock()
+_grading = threading.Lock()  # held by a Dask task while it grades (see close_installed)
+CLOSE_WAIT = 30  # seconds close_installed waits for a task that is grading
 
 
 def install(worker: GradingWorker) -> GradingWorker:
@@ -236,6 +248,27 @@ def _with_torch_threads(limits: Limits) -> Limits:
     except (ImportError, ValueError):  # not in a Dask worker
         return limits.sharing(1)
     return dataclasses.replace(limits, torch_threads=max(1, threads))
+
+
+def close_installed() -> None:
+    """Closes this process's grading worker, if any (its zygote, kernels and folders).
+
+    The command that started a local Dask cluster runs it on every worker before it
+    stops the cluster: a Dask worker process may be ended without running its exit
+    handlers, which would leave the worker's folders behind.
+    """
+    global _worker
+    # A task may still be grading (its student ends once the zygotes are killed): wait
+    # for it, so that its grader is not closed under it.
+    waited = _grading.acquire(timeout=CLOSE_WAIT)
+    try:
+        with _worker_lock:
+            worker, _worker = _worker, None
+        if worker is not None:
+            worker.close()
+    finally:
+        if waited:
+            _grading.release()
 
 
 def current_worker(settings: WorkerSettings) -> GradingWorker:
@@ -271,4 +304,18 @@ def grade_batch(
         batch: The students, with their notebooks.
         settings: How to grade.
     """
-    return current_worker(settings).grade(reference, batch)
+    with _grading:
+        return current_worker(settings).grade(reference, batch)
+
+
+def stop_grading() -> None:
+    """Makes this process start no other student, and kills the zygotes it started.
+
+    The command that started a local Dask cluster runs it on every worker when it is
+    stopped: the student being graded ends at once (their kernel dies with the zygote),
+    as a stopped grading does, without a traceback for it.
+    """
+    stopped = threading.Event()
+    stopped.set()
+    interrupts.follow(stopped)
+    kill_launched()
