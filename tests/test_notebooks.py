@@ -40,6 +40,22 @@ def _errors_outside_tests(report: CheckReport) -> list[str]:
     ]
 
 
+def _stderr_outside_tests(report: CheckReport) -> list[str]:
+    """Returns what non-graded code cells wrote to stderr: JupyterLab shows it in red.
+
+    A warning a demonstration means to show is caught and printed (``expect_warning``);
+    one that reaches stderr is a warning the text does not explain, or that shows on one
+    run and not the next (torch gives many of its warnings once per process).
+    """
+    return [
+        f"{cell.source[:80]!r}: {output.text[-300:]}"
+        for cell in report.executed.cells
+        if cell.cell_type == "code" and not utils.is_grade(cell)
+        for output in cell.outputs
+        if output.output_type == "stream" and output.name == "stderr"
+    ]
+
+
 def _svg_widths_pt(text: str) -> list[float]:
     """The width of every ``<svg>`` element in ``text``, in points."""
     return [
@@ -125,6 +141,7 @@ def test_source_notebook_passes_every_exercise(source_reports, assignment: str):
     assert len(report.exercises) >= MIN_EXERCISES
     assert report.ok, report.format()
     assert not _errors_outside_tests(report)
+    assert not _stderr_outside_tests(report)
 
 
 @pytest.mark.slow
@@ -134,6 +151,7 @@ def test_student_notebook_runs_and_fails_every_exercise(student_reports, assignm
     passed = [result.exercise for result in report.exercises if result.passed]
     assert not passed, f"exercises pass without an answer: {passed}"
     assert not _errors_outside_tests(report), "a cell outside the tests raised: Run All stops"
+    assert not _stderr_outside_tests(report), "a cell outside the tests wrote to stderr"
     assert not report.changed
 
 
