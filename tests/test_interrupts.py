@@ -12,9 +12,7 @@ process or temporary folder behind. The same command run again grades only those
 from __future__ import annotations
 
 import csv
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,35 +23,12 @@ import psutil
 import pytest
 
 from autograder import interrupts
-from autograder.authoring.wrong_answers import FIXTURES, submissions_folder
 from autograder.course import REPO
+from tests.support.small_class import copy_small_class, expected_scores, status_entries
 
 ASSIGNMENT = "01_leaf_tensors"
 SIGNAL_AFTER = 2  # students recorded before the signal is sent
 WAIT = 600  # generous seconds for anything to happen on a loaded machine (ends early)
-
-
-def _expected() -> dict[str, dict[str, str]]:
-    with (FIXTURES / ASSIGNMENT / "expected_scores.csv").open() as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
-
-
-def _class(folder: Path) -> list[str]:
-    """Six students of 01 with known scores: perfect, blank and four wrong answers."""
-    expected = _expected()
-    wrong = sorted(name for name in expected if name not in ("perfect", "blank"))
-    students = ["perfect", "blank", *[name for name in wrong if "correct" not in name][:4]]
-    for student in students:
-        shutil.copytree(submissions_folder(ASSIGNMENT) / student, folder / student)
-    return students
-
-
-def _status(course: Path) -> dict[str, dict]:
-    path = course / "exports" / f"{ASSIGNMENT}_status.json"
-    try:
-        return json.loads(path.read_text())["students"]
-    except (OSError, ValueError, KeyError):
-        return {}
 
 
 def _grade(course: Path, submissions: Path, tmp: Path, options: list[str], log: Path):
@@ -116,15 +91,15 @@ def test_a_signal_stops_grading_keeps_what_was_graded_and_a_rerun_finishes(tmp_p
     tmp_path = tmp_path_factory.mktemp("signal")
     submissions, course, tmp = tmp_path / "submissions", tmp_path / "course", tmp_path / "tmp"
     tmp.mkdir()
-    students = _class(submissions)
-    expected = _expected()
+    students = copy_small_class(submissions, ASSIGNMENT, 6)
+    expected = expected_scores(ASSIGNMENT)
 
     process = _grade(course, submissions, tmp, options, tmp_path / "first.log")
     seen: dict[int, psutil.Process] = {}
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline and process.poll() is None:
         _descendants(process, seen)
-        entries = _status(course).values()
+        entries = status_entries(course, ASSIGNMENT).values()
         if sum(entry["graded"] or entry["status"] != "ok" for entry in entries) >= SIGNAL_AFTER:
             break
         time.sleep(0.1)
@@ -145,7 +120,7 @@ def test_a_signal_stops_grading_keeps_what_was_graded_and_a_rerun_finishes(tmp_p
     assert _left_running(seen) == [], "processes left behind"
     assert sorted(os.listdir(tmp)) == [], "temporary files left behind"
 
-    recorded = _status(course)
+    recorded = status_entries(course, ASSIGNMENT)
     graded = {student for student, entry in recorded.items() if entry["graded"]}
     stopped = {student for student, entry in recorded.items() if entry["status"] == "interrupted"}
     assert len(graded) >= SIGNAL_AFTER and stopped, recorded

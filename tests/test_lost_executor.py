@@ -13,7 +13,6 @@ import contextlib
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.authoring.wrong_answers import FIXTURES, submissions_folder
 from autograder.course import REPO
+from tests.support.small_class import copy_small_class, expected_scores, status_entries
 
 ASSIGNMENT = "01_leaf_tensors"
 WAIT = 600  # generous seconds on a loaded machine; every wait ends as soon as it can
@@ -36,30 +35,9 @@ DASK_ENV = {
 }
 
 
-def _expected() -> dict[str, dict[str, str]]:
-    with (FIXTURES / ASSIGNMENT / "expected_scores.csv").open() as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
-
-
-def _class(folder: Path, size: int) -> list[str]:
-    wrong = sorted(name for name in _expected() if name not in ("perfect", "blank"))
-    students = ["perfect", "blank", *[name for name in wrong if "correct" not in name]][:size]
-    for student in students:
-        shutil.copytree(submissions_folder(ASSIGNMENT) / student, folder / student)
-    return students
-
-
-def _status(course: Path) -> dict[str, dict]:
-    path = course / "exports" / f"{ASSIGNMENT}_status.json"
-    try:
-        return json.loads(path.read_text())["students"]
-    except (OSError, ValueError, KeyError):
-        return {}
-
-
 def _wait_for_a_recorded_student(process: subprocess.Popen, course: Path, log: Path) -> None:
     deadline = time.monotonic() + WAIT
-    while not any(entry["graded"] for entry in _status(course).values()):
+    while not any(entry["graded"] for entry in status_entries(course, ASSIGNMENT).values()):
         assert process.poll() is None, log.read_text()[-3000:]
         assert time.monotonic() < deadline, "no student was recorded"
         time.sleep(0.1)
@@ -67,11 +45,11 @@ def _wait_for_a_recorded_student(process: subprocess.Popen, course: Path, log: P
 
 def _check_class(course: Path, students: list[str], why: str) -> None:
     """Recorded students have their exact grade; the others are interrupted, with ``why``."""
-    expected = _expected()
+    expected = expected_scores(ASSIGNMENT)
     with (course / "exports" / f"{ASSIGNMENT}_grades.csv").open() as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     assert set(rows) == set(students)
-    recorded = _status(course)
+    recorded = status_entries(course, ASSIGNMENT)
     stopped = [student for student in students if not recorded[student]["graded"]]
     assert stopped and len(stopped) < len(students), recorded
     for student in students:
@@ -133,7 +111,7 @@ def test_a_killed_scheduler_stops_grade_with_what_was_graded_kept(tmp_path_facto
                     start_new_session=True,
                 )
             )  # fmt: skip
-        students = _class(folder / "incoming", 4)
+        students = copy_small_class(folder / "incoming", ASSIGNMENT, 4)
         course, log = folder / "course", folder / "grade.log"
         grade = _grade(
             [str(folder / "incoming"), "--course", str(course), "--executor", "dask",
@@ -168,7 +146,7 @@ def _pool_processes(command: subprocess.Popen) -> list[psutil.Process]:
 @pytest.mark.slow
 def test_a_killed_grading_process_stops_grade_with_what_was_graded_kept(tmp_path_factory):
     folder = tmp_path_factory.mktemp("broken")
-    students = _class(folder / "incoming", 6)
+    students = copy_small_class(folder / "incoming", ASSIGNMENT, 6)
     course, log = folder / "course", folder / "grade.log"
     (folder / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(folder / "tmp")}
