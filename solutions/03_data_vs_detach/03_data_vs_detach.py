@@ -762,15 +762,14 @@ for finding in findings:
 assert {finding.code for finding in findings} == {"AGP110", "AGP111", "AGP140", "AGP103"}
 
 # %% [markdown]
-# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs and prints what it finds above the cell's output; `%unload_ext` stops it:
+# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs, read after the cells the session ran before it (an import in an earlier cell counts), and prints what it finds above the cell's output; `%unload_ext` stops it:
 
 # %%
 # %load_ext autograd_pitfalls.lint
+from torch.autograd import Variable
 
 # %%
-from torch.autograd import Variable  # each cell is read alone: names resolve through its imports
-
-legacy = Variable(torch.ones(3))  # the finding prints above this cell's output
+legacy = Variable(torch.ones(3))  # Variable comes from the cell above; the finding prints here
 print(type(legacy).__name__)
 
 # %%

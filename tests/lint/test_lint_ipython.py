@@ -61,3 +61,25 @@ def test_lint_cell_is_the_function_a_notebook_calls():
     )
     assert [(f.line, f.code, f.pitfall) for f in findings] == [(3, "AGP110", "legacy-variable")]
     assert ipython_extension.lint_cell("def broken(:") == []
+
+
+def test_cells_run_before_the_extension_was_loaded_count(capsys):
+    """An import in an earlier cell, or in the cell that loads the extension, is known.
+
+    Kernels store each cell in the history (``store_history=True``), as notebook 03 runs.
+    """
+    ip = InteractiveShell.instance()
+    try:
+        ip.run_cell("import torch", store_history=True)
+        ip.run_cell(
+            "%load_ext autograd_pitfalls.lint\nfrom torch.autograd import Variable",
+            store_history=True,
+        )
+        capsys.readouterr()
+        ip.run_cell("legacy = Variable(torch.ones(3))", store_history=True)
+        out = capsys.readouterr().out
+        assert "line 1, col 10: AGP110 " in out
+        assert "[1]" not in out and "[2]" not in out  # the earlier cells' findings: not again
+    finally:
+        ip.run_cell("%unload_ext autograd_pitfalls.lint")
+        InteractiveShell.clear_instance()

@@ -1,5 +1,7 @@
 """``%load_ext autograd_pitfalls.lint``: check each cell before it runs, after the earlier ones.
 
+The earlier ones include the cells run before the extension was loaded.
+
 A ``pre_run_cell`` callback lints the cell's source and prints the findings, so they appear
 above the cell's own output. The session's cells are read as one program (a
 :class:`~autograd_pitfalls.lint.engine.CellSession`): what an earlier cell imported or
@@ -65,11 +67,30 @@ def check_cell(info) -> None:
             )
 
 
+def _cells_run_so_far(ipython) -> list[tuple[int, str]]:
+    """The session's cells up to the one loading the extension: (execution count, source).
+
+    IPython stores a cell's source in its history before running it, so the cell that
+    says ``%load_ext`` is the last one: what it imports counts for the next cell too.
+    """
+    try:
+        history = ipython.history_manager.input_hist_raw  # [0] is "": counts start at 1
+    except AttributeError:  # a shell without a history (not IPython's own)
+        return []
+    return [(count, source) for count, source in enumerate(history) if source]
+
+
 def load_ipython_extension(ipython) -> None:
-    """Registers :func:`check_cell` (once, however often the extension is loaded)."""
+    """Registers :func:`check_cell` (once, however often the extension is loaded).
+
+    The cells the session ran before are read first (their findings are not printed:
+    they ran already), so that a later cell is checked with their imports and names.
+    """
     global _session
     if check_cell not in ipython.events.callbacks["pre_run_cell"]:
         _session = CellSession()
+        for count, source in _cells_run_so_far(ipython):
+            lint_cell(source, _session, f"[{count}]")
         ipython.events.register("pre_run_cell", check_cell)
 
 
