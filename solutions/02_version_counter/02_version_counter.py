@@ -161,6 +161,7 @@ with expect_error(RuntimeError, match="out=... arguments don't support automatic
 # Notebook 03 is about the harm they do.
 
 # %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)  # the a above, afresh
 a.detach().add_(1.0)  # allowed: counted on a
 print(a, "| version:", a._version)
 a.data.add_(1.0)  # allowed: not counted
@@ -191,13 +192,13 @@ assert torch.equal(a.grad, a.detach() / 2)
 # `a` stays a leaf, its version goes up, and `a.grad` keeps the gradient of the old values: that is exactly what an optimiser step does.
 
 # %%
+version, values = a._version, a.detach().clone()  # before the write (0 and [10, 5, 2, 3])
 with torch.no_grad():
     a.add_(10.0)  # the write refused above, now under no_grad
-print(a, "| is_leaf:", a.is_leaf, "| version:", a._version, "| a.grad:", a.grad)
-assert a.is_leaf and a._version == 1 and a.tolist() == [20.0, 15.0, 12.0, 13.0]
-assert torch.equal(
-    a.grad, torch.tensor([5.0, 2.5, 1.0, 1.5])
-)  # still the gradient at the old values
+print(a, "| is_leaf:", a.is_leaf, "| version:", version, "->", a._version, "| a.grad:", a.grad)
+assert a.is_leaf and a._version == version + 1 and torch.equal(a.detach(), values + 10.0)
+# still the gradient at the values backward() used, [10, 5, 2, 3]
+assert torch.equal(a.grad, torch.tensor([5.0, 2.5, 1.0, 1.5]))
 
 # %% [markdown]
 # So, to initialise or update a parameter, write under `torch.no_grad()`: section 8 shows how.
@@ -227,7 +228,10 @@ draw(f, names=names)
 # The saved tensor turns red: `backward()` would have to use a value that is gone.
 
 # %%
+d = x @ w1  # d and f as above, afresh: each run of this cell writes once to a new d
+f = d @ w2
 d[:] = 0
+names = {"x": x, "w1": w1, "w2": w2, "d": d, "f": f}
 print("d =", d.item(), "| d._version =", d._version)
 draw(f, names=names)
 
@@ -315,6 +319,7 @@ f = d @ w2
 d = d.clone()  # a new tensor with its own memory and counter; f's graph keeps the old d
 d[:] = 0
 assert not diagnose(f)
+w2.grad = None  # backward() adds into .grad (section 10): start empty, as on the first run
 f.backward()
 print("w2.grad:", w2.grad)
 assert torch.equal(w2.grad, torch.tensor([4.0]))
@@ -469,6 +474,7 @@ assert not diagnose(loss)
 draw(loss, names={"a": a, "b": b, "c": c, "loss": loss})
 
 # %%
+a.grad = None  # backward() adds into .grad (section 10): start empty, as on the first run
 loss.backward()
 print("a.grad:", a.grad)
 assert torch.equal(a.grad, torch.ones(2))

@@ -89,6 +89,8 @@ def show_versions(when: str) -> None:
     )
 
 
+out = a.sigmoid()  # out and its two as in section 1, afresh: each counter starts at 0
+via_data, via_detach = out.data, out.detach()
 show_versions("start:")
 via_detach.mul_(1)  # a write that changes no value still counts
 show_versions("after detach().mul_(1):")
