@@ -799,16 +799,20 @@ for finding in findings:
 assert {finding.code for finding in findings} == {"AGP110", "AGP111", "AGP140", "AGP103"}
 
 # %% [markdown]
-# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs and prints what it finds above the cell's output; `%unload_ext` stops it:
+# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs and prints what it finds above the cell's output; `%unload_ext` stops it.
+# It reads each cell after the cells run since it was loaded, as one program: a name one cell imports is known in the next.
+# Read alone, the second cell below has no finding (`Variable` could be anything); read after the first, it has one.
 
 # %%
 # %load_ext autograd_pitfalls.lint
 
 # %%
-from torch.autograd import Variable  # each cell is read alone: names resolve through its imports
+from torch.autograd import Variable  # no finding: importing it is no pitfall
 
+# %%
 legacy = Variable(torch.ones(3))  # the finding prints above this cell's output
 print(type(legacy).__name__)
+assert not lint_source("legacy = Variable(torch.ones(3))")  # this cell alone: nothing found
 
 # %%
 # %unload_ext autograd_pitfalls.lint
