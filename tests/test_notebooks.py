@@ -7,11 +7,13 @@ the page, and no graded test cell prints a value.
 from __future__ import annotations
 
 import base64
+import copy
 import multiprocessing
 import re
 import struct
 from concurrent.futures import ProcessPoolExecutor
 
+import nbformat
 import pytest
 from nbgrader import utils
 
@@ -29,14 +31,22 @@ PT_PER_PX = 72 / 96  # CSS pixels: 96 per inch; points: 72 per inch
 _SVG_WIDTH = re.compile(r"<svg\b[^>]*?\bwidth=\"([\d.]+)(pt|px)?\"")
 
 
+def _raised(cell) -> bool:
+    return any(output.output_type == "error" for output in cell.get("outputs", []))
+
+
 def _errors_outside_tests(report: CheckReport) -> list[str]:
-    """Returns the sources of non-graded code cells that raised: Run All would stop there."""
+    """Returns the sources of non-graded code cells that raised: Run All would stop there.
+
+    A cell's second run (:func:`run_twice`) counts for itself: see the test of that.
+    """
     return [
         cell.source
         for cell in report.executed.cells
         if cell.cell_type == "code"
         and not utils.is_grade(cell)
-        and any(output.output_type == "error" for output in cell.outputs)
+        and not cell.get("id", "").endswith(AGAIN)
+        and _raised(cell)
     ]
 
 
@@ -45,15 +55,22 @@ def _stderr_outside_tests(report: CheckReport) -> list[str]:
 
     A warning a demonstration means to show is caught and printed (``expect_warning``);
     one that reaches stderr is a warning the text does not explain, or that shows on one
-    run and not the next (torch gives many of its warnings once per process).
+    run and not the next (torch gives many of its warnings once per process). A cell's
+    second run (:func:`run_twice`) counts for itself: see the test of that.
     """
     return [
         f"{cell.source[:80]!r}: {output.text[-300:]}"
         for cell in report.executed.cells
-        if cell.cell_type == "code" and not utils.is_grade(cell)
-        for output in cell.outputs
-        if output.output_type == "stream" and output.name == "stderr"
+        if cell.cell_type == "code"
+        and not utils.is_grade(cell)
+        and not cell.get("id", "").endswith(AGAIN)
+        for output in _stderr(cell)
     ]
+
+
+def _stderr(cell) -> list:
+    """The stderr outputs of ``cell``."""
+    return [o for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stderr"]
 
 
 def _svg_widths_pt(text: str) -> list[float]:
@@ -101,17 +118,43 @@ def test_drawing_widths_reads_svg_html_and_png():
     assert drawing_widths(cell) == [1663.0, 300.0, 900.0]
 
 
+AGAIN = "-again"
+
+
+def run_twice(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``notebook`` with each code cell followed by a copy of itself: each runs twice in a row.
+
+    The copies carry no nbgrader metadata (they score nothing) and an id ending in
+    :data:`AGAIN`, so a failure of the second run is told from one of the first.
+    """
+    doubled = copy.deepcopy(notebook)
+    cells = []
+    for cell in doubled.cells:
+        cells.append(cell)
+        if cell.cell_type == "code":
+            again = nbformat.v4.new_code_cell(cell.source)
+            again.id = f"{cell.id}{AGAIN}"
+            cells.append(again)
+    doubled.cells = cells
+    return doubled
+
+
 @pytest.fixture(scope="module")
-def reports(built_course: Course) -> dict[tuple[str, str], CheckReport]:
+def reports(built_course: Course, tmp_path_factory) -> dict[tuple[str, str], CheckReport]:
     """Every source and student notebook checked as a learner checks it, two at a time.
 
     Each check starts a fresh kernel that imports torch, as ``make check`` does; two run
     at once (in fresh processes: a fork would copy this one's sockets) to use both cores.
+    Each cell of a source notebook runs twice in a row (:func:`run_twice`): every
+    demonstration must hold when a learner runs its cell again.
     """
-    paths = {
-        ("source", assignment): built_course.source / assignment / f"{assignment}.ipynb"
-        for assignment in ASSIGNMENTS
-    } | {("student", a): built_course.student_notebook(a) for a in ASSIGNMENTS}
+    folder = tmp_path_factory.mktemp("twice")
+    sources = {}
+    for assignment in ASSIGNMENTS:
+        source = built_course.source / assignment / f"{assignment}.ipynb"
+        sources[("source", assignment)] = folder / source.name
+        nbformat.write(run_twice(nbformat.read(source, as_version=4)), folder / source.name)
+    paths = sources | {("student", a): built_course.student_notebook(a) for a in ASSIGNMENTS}
     context = multiprocessing.get_context("spawn")
     with (
         # Two kernels at once, each with torch's default of a thread per core, spin
@@ -142,6 +185,37 @@ def test_source_notebook_passes_every_exercise(source_reports, assignment: str):
     assert report.ok, report.format()
     assert not _errors_outside_tests(report)
     assert not _stderr_outside_tests(report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_cell_of_a_source_notebook_passes_when_run_twice_in_a_row(
+    source_reports, assignment: str
+):
+    """A learner runs a cell again: a demonstration must not rely on what runs only once
+    (a warning torch gives once per process, a tensor the cell changed in place).
+
+    A cell's second run must pass, and so must the next cell after it: a cell run twice
+    must leave what the cells below it use as one run leaves it.
+    """
+    cells = source_reports[assignment].executed.cells
+    again = [cell for cell in cells if cell.get("id", "").endswith(AGAIN)]
+    assert len(again) == sum(cell.cell_type == "code" for cell in cells) / 2
+    failing = [
+        f"{cell.id}: {cell.source.strip().splitlines()[0][:70]}: "
+        + next(f"{o.ename}: {o.evalue[:200]}" for o in cell.outputs if o.output_type == "error")
+        for cell in cells
+        if cell.cell_type == "code" and not utils.is_grade(cell) and _raised(cell)
+    ]
+    assert not failing, "cells that fail the second time:\n" + "\n".join(failing)
+    # A warning that reaches stderr only the second time (torch gives many once per
+    # process) shows in red in JupyterLab just as one on the first run does.
+    red = [
+        f"{cell.id.removesuffix(AGAIN)}: {output.text[-300:]}"
+        for cell in again
+        for output in _stderr(cell)
+    ]
+    assert not red, "cells that write to stderr the second time:\n" + "\n".join(red)
 
 
 @pytest.mark.slow

@@ -115,8 +115,14 @@ draw(loss, names={"a": a, "b": b, "loss": loss})
 # Its gradient passes through that node on the way to `a`, and is then dropped.
 # The orange boxes are what each node saved for backward.
 # The lower `MulBackward0` saved `a` twice (as `self` and `other`); the upper one saved the 3.
+#
+# The cell below builds the same graph again before calling `backward()`.
+# `backward()` frees what the graph saved and adds into `.grad` (notebook 02, section 10): a cell that reused the graph of the cell above would raise, or print another gradient, when you run it again.
 
 # %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)  # the graph drawn above, afresh
+b = a * a
+loss = (3 * b).sum()
 loss.backward()
 expected = 6 * a.detach()  # derived by hand: d loss / d a = 6 a
 print(compare("a.grad", a.grad, expected))
@@ -565,6 +571,8 @@ draw(eta, names={"eta": eta, "parameter": parameter})
 # The `AccumulateGrad` one step down writes the `.grad` of the Parameter (blue).
 
 # %%
+eta = parameter = nn.Parameter(torch.rand(4))  # the cell above again, afresh
+eta = eta * 2
 eta.sum().backward()
 with expect_warning(UserWarning, match="not a leaf") as caught:
     eta_grad = eta.grad  # the non-leaf: None, with the warning
@@ -912,6 +920,10 @@ draw(loss, names={"v2": v2, "b": b, "loss": loss})
 # So we expect $[200, 202, 204, 206, 0, \dots, 0]$.
 
 # %%
+v2 = nn.Parameter(torch.arange(10.0))  # the graph drawn above, afresh
+b = v2[:4].clone()
+b.add_(100)
+loss = (b**2).sum()
 loss.backward()
 expected = torch.zeros(10)
 expected[:4] = 2 * b.detach()
@@ -1169,6 +1181,7 @@ draw(T.sum(), names={"T": T})
 # The gradient sits on the Parameter that the view `T` was made from, `T._base`.
 
 # %%
+T = nn.Parameter(torch.randn(12, 1)).view(3, 4)  # as above, afresh
 T.sum().backward()
 with expect_warning(UserWarning, match="not a leaf") as caught:
     t_grad = T.grad

@@ -3,7 +3,7 @@
 #
 # ## What you will learn
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
-# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward.
+# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, and four ways to fix a version error.
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
@@ -161,6 +161,7 @@ with expect_error(RuntimeError, match="out=... arguments don't support automatic
 # Notebook 03 is about the harm they do.
 
 # %%
+a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)  # the a above, afresh
 a.detach().add_(1.0)  # allowed: counted on a
 print(a, "| version:", a._version)
 a.data.add_(1.0)  # allowed: not counted
@@ -191,16 +192,50 @@ assert torch.equal(a.grad, a.detach() / 2)
 # `a` stays a leaf, its version goes up, and `a.grad` keeps the gradient of the old values: that is exactly what an optimiser step does.
 
 # %%
+version, values = a._version, a.detach().clone()  # before the write (0 and [10, 5, 2, 3])
 with torch.no_grad():
     a.add_(10.0)  # the write refused above, now under no_grad
-print(a, "| is_leaf:", a.is_leaf, "| version:", a._version, "| a.grad:", a.grad)
-assert a.is_leaf and a._version == 1 and a.tolist() == [20.0, 15.0, 12.0, 13.0]
-assert torch.equal(
-    a.grad, torch.tensor([5.0, 2.5, 1.0, 1.5])
-)  # still the gradient at the old values
+print(a, "| is_leaf:", a.is_leaf, "| version:", version, "->", a._version, "| a.grad:", a.grad)
+assert a.is_leaf and a._version == version + 1 and torch.equal(a.detach(), values + 10.0)
+# still the gradient at the values backward() used, [10, 5, 2, 3]
+assert torch.equal(a.grad, torch.tensor([5.0, 2.5, 1.0, 1.5]))
 
 # %% [markdown]
 # So, to initialise or update a parameter, write under `torch.no_grad()`: section 8 shows how.
+#
+# Two writes to views of a tensor that requires grad, leaf or not, are refused on the spot too.
+# The pieces that `unbind`, `split` and `chunk` return are views of one base made by one call, and autograd refuses to record a write to any of them.
+# Index the base instead (`b[0]` is a view of its own) or write to a clone of the piece.
+# By hand, `loss = Σ b` with row 0 of `b = a · 1` doubled, so `a.grad` is 2 in row 0 and 1 in row 1.
+
+# %%
+a = torch.ones(2, 3, requires_grad=True)
+b = a * 1  # a non-leaf
+for first, _ in (b.unbind(0), b.split(1), b.chunk(2)):  # each returns two views of b
+    with expect_error(
+        RuntimeError, match="is the output of a function that returns multiple views"
+    ):
+        first.mul_(2)  # a write to the first piece
+b[0].mul_(2)  # one view from indexing: allowed and recorded
+b.sum().backward()
+print("a.grad:", a.grad)
+assert torch.equal(a.grad, torch.tensor([[2.0, 2.0, 2.0], [1.0, 1.0, 1.0]]))
+
+# %% [markdown]
+# A view made under `torch.no_grad()` and written with grad mode on is refused as well: autograd cannot tell whether the write should be recorded.
+# The message says the two fixes: view and write both inside the block (nothing recorded, as for the parameter above), or both outside (recorded).
+
+# %%
+b = torch.ones(3, requires_grad=True) * 1
+with torch.no_grad():
+    head = b[:2]  # a view, made while autograd records nothing
+with expect_error(RuntimeError, match="A view was created in no_grad mode and is being modified"):
+    head.mul_(2)
+with torch.no_grad():
+    head = b[:2]
+    head.mul_(2)  # both inside: allowed, not recorded
+print("b:", b.detach(), "| grad_fn:", b.grad_fn.name())
+assert b.tolist() == [2.0, 2.0, 1.0] and b.grad_fn.name() == "MulBackward0"
 
 # %% [markdown]
 # ## 4. Forbidden kind 2: modifying a tensor saved for backward
@@ -227,7 +262,10 @@ draw(f, names=names)
 # The saved tensor turns red: `backward()` would have to use a value that is gone.
 
 # %%
+d = x @ w1  # d and f as above, afresh: each run of this cell writes once to a new d
+f = d @ w2
 d[:] = 0
+names = {"x": x, "w1": w1, "w2": w2, "d": d, "f": f}
 print("d =", d.item(), "| d._version =", d._version)
 draw(f, names=names)
 
@@ -315,6 +353,7 @@ f = d @ w2
 d = d.clone()  # a new tensor with its own memory and counter; f's graph keeps the old d
 d[:] = 0
 assert not diagnose(f)
+w2.grad = None  # backward() adds into .grad (section 10): start empty, as on the first run
 f.backward()
 print("w2.grad:", w2.grad)
 assert torch.equal(w2.grad, torch.tensor([4.0]))
@@ -469,6 +508,7 @@ assert not diagnose(loss)
 draw(loss, names={"a": a, "b": b, "c": c, "loss": loss})
 
 # %%
+a.grad = None  # backward() adds into .grad (section 10): start empty, as on the first run
 loss.backward()
 print("a.grad:", a.grad)
 assert torch.equal(a.grad, torch.ones(2))
@@ -781,6 +821,28 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
     f.backward()
 
 # %% [markdown]
+# When you cannot change the code that writes (a library's, say), PyTorch can do fix 2 for you: inside `torch.autograd.graph.allow_mutation_on_saved_tensors()`, the first write to a saved tensor clones it before writing, and backward uses the clone.
+# The cost is that copy, as large as the tensor, kept until backward, for every saved tensor written; and the forward and the backward must both run inside the block.
+
+# %%
+with torch.autograd.graph.allow_mutation_on_saved_tensors():
+    w1, w2, d, f = fresh_forward()
+    d *= 10  # the write that raised above
+    saved = f.grad_fn._saved_self  # what backward will use for d
+    print("saved d:", saved.item(), "| same memory as d:", saved.data_ptr() == d.data_ptr())
+    assert saved.item() == 4.0 and saved.data_ptr() != d.data_ptr()  # a copy, made by the write
+    f.backward()
+check_intended(w1, w2, d)
+
+with torch.autograd.graph.allow_mutation_on_saved_tensors():
+    w1, w2, d, f = fresh_forward()
+    d *= 10
+with expect_error(
+    AssertionError, match="backward outside of the 'allow_mutation_on_saved_tensors'"
+):
+    f.backward()
+
+# %% [markdown]
 # ### Exercise 2 — fix the saved-tensor bug (3 points)
 #
 # `loss_and_centred_buggy` computes activations `h = x @ w`, a loss `mean(h²)`, backpropagates it into `w.grad`, and returns the loss with the column-centred activations `h - h.mean(dim=0)` for a later step.
@@ -812,50 +874,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Leave `x` and `w` as they were: the caller still uses them (only their `.grad` fills).
 # `x -= x.mean(0)` would centre the caller's `x`, not a tensor of yours.
 #
-# The tests also run your function through `on_gpu` (below): its tensor arguments are moved to the course's stand-in for a GPU, a device named `gpu` whose tensors keep their values on the CPU and refuse to be mixed with CPU tensors where CUDA refuses.
-# It catches a device bug: a tensor built on the CPU whatever the input's device.
-# Here the column means are summed into `torch.zeros(k)`, made without `device=`.
-# On a CPU the values are right.
-# On a GPU, `mean += row / n` adds a CUDA row into that CPU tensor, and the GPU refuses (this cell shows it when a GPU is present).
-# On the stand-in it fails on any machine:
-
-
-# %%
-def centred_rebuilt(h: torch.Tensor) -> torch.Tensor:
-    """h - h.mean(dim=0), with the means summed into a tensor built on the CPU: a device bug."""
-    mean = torch.zeros(h.shape[1])  # no device=: on the CPU whatever h's device
-    for row in h:
-        mean += row / h.shape[0]
-    return h - mean
-
-
-h = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
-print("on the CPU:", centred_rebuilt(h).tolist())  # right
-assert torch.equal(centred_rebuilt(h), h - h.mean(dim=0))
-for device in devices():
-    if device.type == "cuda":
-        with expect_error(RuntimeError, match="same device"):
-            centred_rebuilt(h.to(device))
-with expect_error(AssertionError, match="failed when its inputs were on a GPU"):
-    on_gpu(centred_rebuilt, h)
-print("on the GPU stand-in:", on_gpu(lambda h: h - h.mean(dim=0), h))  # device-following: fine
-
-# %% [markdown]
-# Anomaly mode (section 9) checks every gradient for NaN by reading its values.
-# The stand-in's tensors have values, so a `detect_anomaly()` left in your answer runs there as on a GPU, and costs nothing:
-
-
-# %%
-def debugged_mean_square(h: torch.Tensor) -> torch.Tensor:
-    """d mean(h**2) / dh, computed with anomaly mode on (as while debugging)."""
-    with torch.autograd.detect_anomaly():
-        h = h.detach().requires_grad_(True)
-        (h**2).mean().backward()
-    return h.grad
-
-
-with expect_warning(UserWarning, match="Anomaly Detection has been enabled"):
-    print("on the GPU stand-in:", on_gpu(debugged_mean_square, torch.ones(2)))
+# The tests also run your function on the course's stand-in for a GPU (notebook 01, section 6): a tensor it builds without `device=` fails there, as on a GPU; the example after the tests shows one.
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
@@ -1060,6 +1079,37 @@ def judge(seen, case):
 ### END JUDGE
 probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### What the GPU stand-in catches
+#
+# The tests of Exercise 2 run your function through `on_gpu`: its tensor arguments are moved to the course's stand-in for a GPU, a device named `gpu` whose tensors keep their values on the CPU and refuse to be mixed with CPU tensors where CUDA refuses.
+# It catches a device bug: a tensor built on the CPU whatever the input's device.
+# Here the column means are summed into `torch.zeros(k)`, made without `device=`.
+# On a CPU the values are right.
+# On a GPU, `mean += row / n` adds a CUDA row into that CPU tensor, and the GPU refuses (this cell shows it when a GPU is present).
+# On the stand-in it fails on any machine:
+
+
+# %%
+def centred_rebuilt(h: torch.Tensor) -> torch.Tensor:
+    """h - h.mean(dim=0), with the means summed into a tensor built on the CPU: a device bug."""
+    mean = torch.zeros(h.shape[1])  # no device=: on the CPU whatever h's device
+    for row in h:
+        mean += row / h.shape[0]
+    return h - mean
+
+
+h = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+print("on the CPU:", centred_rebuilt(h).tolist())  # right
+assert torch.equal(centred_rebuilt(h), h - h.mean(dim=0))
+for device in devices():
+    if device.type == "cuda":
+        with expect_error(RuntimeError, match="same device"):
+            centred_rebuilt(h.to(device))
+with expect_error(AssertionError, match="failed when its inputs were on a GPU"):
+    on_gpu(centred_rebuilt, h)
+print("on the GPU stand-in:", on_gpu(lambda h: h - h.mean(dim=0), h))  # device-following: fine
 
 # %% [markdown]
 # ## 8. Initialising a parameter: `torch.no_grad()`, not `.data`
@@ -1427,6 +1477,23 @@ assert (finding.saved_version, finding.current_version) == (0, 1)
 assert write.code == "d[:] = 0"
 
 # %% [markdown]
+# Anomaly mode checks every gradient for NaN by reading its values.
+# The GPU stand-in's tensors have values (section 7, after Exercise 2), so a `detect_anomaly()` left in an answer runs there as on a GPU:
+
+
+# %%
+def debugged_mean_square(h: torch.Tensor) -> torch.Tensor:
+    """d mean(h**2) / dh, computed with anomaly mode on (as while debugging)."""
+    with torch.autograd.detect_anomaly():
+        h = h.detach().requires_grad_(True)
+        (h**2).mean().backward()
+    return h.grad
+
+
+with expect_warning(UserWarning, match="Anomaly Detection has been enabled"):
+    print("on the GPU stand-in:", on_gpu(debugged_mean_square, torch.ones(2)))
+
+# %% [markdown]
 # ## 10. Backward twice
 #
 # `backward()` frees the saved tensors once it has used them, to save memory.
@@ -1736,6 +1803,6 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
 # - Writes through `.data` move no counter, and a write through another tensor over the same memory (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
 # - Writes to tensors no node saved are harmless. Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
-# - Fixes: out of place, clone, reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
+# - Fixes: out of place, clone (or `allow_mutation_on_saved_tensors()`, which clones for you), reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
 # - `detect_anomaly()` points to the forward op that saved the tensor.
 # - A second backward fails only through a graph that saved tensors; `retain_graph=True` keeps them, and gradients add up.

@@ -89,6 +89,8 @@ def show_versions(when: str) -> None:
     )
 
 
+out = a.sigmoid()  # out and its two as in section 1, afresh: each counter starts at 0
+via_data, via_detach = out.data, out.detach()
 show_versions("start:")
 via_detach.mul_(1)  # a write that changes no value still counts
 show_versions("after detach().mul_(1):")
@@ -162,6 +164,41 @@ c.zero_()
 out.sum().backward()
 print(compare("a.grad", a.grad, true_grad))
 assert torch.allclose(a.grad, true_grad)
+
+# %% [markdown]
+# This check is what PyTorch's promise rests on ([In-place correctness checks](https://docs.pytorch.org/docs/stable/autograd.html#in-place-correctness-checks)): "if you're using in-place functions and not seeing any errors, you can be sure that the computed gradients are correct".
+# It holds for every write that moves the saved tensor's counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
+# Here is the same write to the saved `out` made four ways (notebook 02, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
+
+
+# %%
+def outcome(write) -> str:
+    """Zeroes the saved output of a fresh sigmoid with write(out); what backward() then does."""
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = a.sigmoid()
+    write(out)
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        assert "expected version 0 instead" in str(error)
+        return "a version error"
+    return "no error, right gradient" if torch.allclose(a.grad, true_grad) else "no error, WRONG"
+
+
+outcomes = {
+    "out.detach().zero_()": outcome(lambda out: out.detach().zero_()),
+    "out.detach().clone().zero_()": outcome(lambda out: out.detach().clone().zero_()),
+    "out.data.zero_()": outcome(lambda out: out.data.zero_()),
+    "out.detach().numpy().fill(0)": outcome(lambda out: out.detach().numpy().fill(0)),
+}
+for write, result in outcomes.items():
+    print(f"{write:30} {result}")
+assert list(outcomes.values()) == [
+    "a version error",
+    "no error, right gradient",
+    "no error, WRONG",
+    "no error, WRONG",
+]
 
 # %% [markdown]
 # ### What `draw` and `diagnose` see
@@ -762,7 +799,9 @@ for finding in findings:
 assert {finding.code for finding in findings} == {"AGP110", "AGP111", "AGP140", "AGP103"}
 
 # %% [markdown]
-# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs, read after the cells the session ran before it (an import in an earlier cell counts), and prints what it finds above the cell's output; `%unload_ext` stops it:
+# In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs and prints what it finds above the cell's output; `%unload_ext` stops it.
+# It reads each cell after the cells the session ran before it (those before the `%load_ext` too), as one program: a name one cell imports is known in the next.
+# Read alone, the second cell below has no finding (`Variable` could be anything); read after the first, it has one.
 
 # %%
 # %load_ext autograd_pitfalls.lint
@@ -771,6 +810,7 @@ from torch.autograd import Variable
 # %%
 legacy = Variable(torch.ones(3))  # Variable comes from the cell above; the finding prints here
 print(type(legacy).__name__)
+assert not lint_source("legacy = Variable(torch.ones(3))")  # this cell alone: nothing found
 
 # %%
 # %unload_ext autograd_pitfalls.lint
@@ -1790,7 +1830,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # ## Summary
 #
 # - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
-# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. No error does not mean a correct gradient.
+# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds only for writes that move the saved tensor's counter.
 # - Before a tensor is used, changing it is harmless whichever way. After, it depends on whether a node saved it: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
 # - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
 # - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.

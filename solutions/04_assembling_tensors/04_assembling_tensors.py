@@ -157,6 +157,10 @@ draw(A, names={"a": a, "A": A})
 # - `d a4/da4 = 1`
 
 # %%
+A = torch.zeros(5)  # the fill-in drawn above, afresh
+for i, piece in enumerate(pieces_of(a)):
+    A[i] = piece
+a.grad = None  # backward() adds into .grad: start empty, as on the first run
 A.sum().backward()
 fill_grad = a.grad.clone()
 by_hand = torch.tensor([2.0, 0.5, 4.0, 2 * torch.sigmoid(torch.tensor(-2.0)).item(), 1.0])
@@ -363,13 +367,21 @@ assert not torch.allclose(models["stack"].paramn_.grad, weight[:2])
 # %%
 paramn_ = nn.Parameter(torch.tensor([0.4963, 0.7682]))
 param_max, param_min = torch.tensor([2, 4, 2]), torch.tensor([1, 2, 0])
-with track_inplace() as log:
+
+
+def seed_lines() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The seed's lines, from paramn_: returns paramn, param and features."""
     paramn = torch.zeros([3])
     paramn[0] = paramn_[0]
     paramn[1] = paramn_[1]
     param = paramn * (param_max - param_min) + param_min
     param[2] = param[0] / param[1]
     features = (param - param_min) / (param_max - param_min)
+    return paramn, param, features
+
+
+with track_inplace() as log:
+    paramn, param, features = seed_lines()
 names = {"paramn_": paramn_, "paramn": paramn, "param": param, "features": features}
 report = diagnose(features, names=names)
 assert [(finding.node, finding.saved) for finding in report.findings] == [
@@ -393,6 +405,7 @@ with expect_error(
     RuntimeError,
     match=r"\[\]\], which is output 0 of \w+, is at version 1; expected version 0",
 ):
+    paramn, param, features = seed_lines()  # afresh: a failed backward() frees what it ran through
     features.sum().backward()
 
 # %% [markdown]

@@ -74,6 +74,7 @@ assert (with_padding.weight._version, pretrained.weight._version) == (2, 0)
 # Predict before you run: which rows change, to what norm, and what is the version afterwards?
 
 # %%
+embedding = nn.Embedding(4, 2, max_norm=1.0)  # afresh: version 1, after its init (above)
 with torch.no_grad():
     embedding.weight.copy_(torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [1.2, 1.6]]))
 norms_before = embedding.weight.detach().norm(dim=1)

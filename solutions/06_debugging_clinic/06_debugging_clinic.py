@@ -10,7 +10,7 @@
 # - "grad can be implicitly created only for scalar outputs": a loss that is not one number, what `backward(gradient=...)` computes, and why `torch.ones_like(loss)` is not the fix;
 # - "element 0 of tensors does not require grad and does not have a grad_fn": five ways to cut the graph, and why `loss.requires_grad_()` silences the error and trains nothing (plotted);
 # - `param.grad is None` after `backward()`, and an optimiser that updates nothing;
-# - a missing `zero_grad()` (plotted), and the gradient accumulation that does it on purpose;
+# - a missing `zero_grad()` (plotted), the gradient accumulation that does it on purpose, and the `None` that `zero_grad()` leaves;
 # - "Expected all tensors to be on the same device": a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind;
 # - "Trying to backward through the graph a second time": a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
 # - NaN in backward from `sqrt` at 0 and `log` of 0, found with anomaly mode and a gradient hook; `gradcheck` on a hand-written `autograd.Function`;
@@ -503,6 +503,30 @@ print(
     "accumulated:", accumulated[0, :2].tolist(), "| full batch:", model.weight.grad[0, :2].tolist()
 )
 assert torch.allclose(accumulated, model.weight.grad, atol=1e-6)
+
+# %% [markdown]
+# `zero_grad()` does not fill `.grad` with zeros: by default (`set_to_none=True`) it sets it to `None`, which frees the memory, and the next `backward()` writes the gradient instead of adding it.
+# Code that reads `.grad` right after `zero_grad()` must expect `None`.
+# And an optimiser skips a parameter whose `.grad` is `None`, but steps one whose `.grad` is zeros: with weight decay (`p ← p - lr · (grad + decay · p)` for SGD), that step shrinks it.
+
+# %%
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.5)
+F.mse_loss(model(inputs), targets).backward()
+optimizer.zero_grad()  # set_to_none=True
+print("after zero_grad():", model.weight.grad)
+with expect_error(AttributeError, match="'NoneType' object has no attribute 'norm'"):
+    model.weight.grad.norm()  # code that expected zeros
+before = model.weight.detach().clone()
+optimizer.step()  # no gradient: weight is skipped
+assert model.weight.grad is None and torch.equal(model.weight.detach(), before)
+
+F.mse_loss(model(inputs), targets).backward()
+optimizer.zero_grad(set_to_none=False)  # zeros instead
+optimizer.step()  # a zero gradient: the weight decay alone moves weight, by 1 - 0.1 · 0.5
+print("after a step with zero gradients:", model.weight.detach() / before)
+assert torch.allclose(model.weight.detach(), before * (1 - 0.1 * 0.5))
 
 # %% [markdown]
 # ### Exercise 1 — make this script train (3 points)
@@ -1992,7 +2016,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - "grad can be implicitly created only for scalar outputs": reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger.
 # - "element 0 of tensors does not require grad": the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
 # - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype or device, and some conversions make new Parameters.
-# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss and zeroing once per step.
+# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss and zeroing once per step. `zero_grad()` sets `.grad` to `None` (an optimiser then skips the parameter), not to zeros.
 # - "Expected all tensors to be on the same device": something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
 # - "Trying to backward through the graph a second time" in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
 # - NaN gradients: anomaly mode names the first node that *returned* NaN, which may come after the cause (two nodes after the `sqrt` here); a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.

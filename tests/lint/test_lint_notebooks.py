@@ -56,6 +56,20 @@ def test_a_write_into_a_tensor_saved_in_another_cell_is_found_at_its_cell(tmp_pa
     assert "saved it at line 3 of cell c1; backward() at line 1 of cell c3" in line
 
 
+def test_a_finding_made_when_the_program_ends_names_the_cell_of_its_line(tmp_path, capsys):
+    """AGP181 is judged once every cell is read: it must still name the zeroing's cell."""
+    path = _notebook(
+        tmp_path / "zeroed.ipynb",
+        "import torch\nmodel = torch.nn.Linear(2, 1)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+        "model(torch.ones(1, 2)).sum().backward()\noptimizer.zero_grad()\noptimizer.step()",
+        "print(model.weight)",
+    )
+    assert main([str(path), "--select", "AGP181"]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{path}:c1:2:1: AGP181 ")
+
+
 def test_a_cell_that_does_not_parse_is_named_and_the_others_are_still_read(tmp_path, capsys):
     path = _notebook(
         tmp_path / "broken.ipynb",

@@ -394,7 +394,7 @@ class Analyzer(ExpressionReader):
 
     def event(self, kind: str, node: ast.AST, receiver: str | None) -> Event:
         """Records a training-loop event in the scope and the loop being read."""
-        event = Event(kind, node, receiver)
+        event = Event(kind, node, receiver, self.unit)
         self.scope.events.append(event)
         if self.loop is not None:
             self.loop.events.append(event)

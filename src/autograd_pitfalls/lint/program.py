@@ -131,11 +131,16 @@ class CallSite:
 class Event:
     """Something a training loop does: backward, an optimiser step, zeroing gradients."""
 
-    __slots__ = ("fresh", "handled", "kind", "module", "node", "receiver", "retain", "roots")
+    __slots__ = (
+        "fresh", "handled", "kind", "module", "node", "receiver", "retain", "roots", "unit"
+    )  # fmt: skip
 
-    def __init__(self, kind: str, node: ast.AST, receiver: str | None) -> None:
+    def __init__(
+        self, kind: str, node: ast.AST, receiver: str | None, unit: str | None = None
+    ) -> None:
         self.kind = kind  # "backward", "step", "update", "zero"
         self.node = node
+        self.unit = unit  # the cell of node: a scope's events are judged after its last cell
         self.receiver = receiver  # the dotted receiver (`optimizer`), or None
         self.retain = False  # backward(retain_graph=True)
         self.fresh = False  # the backward's tensor was computed in this iteration

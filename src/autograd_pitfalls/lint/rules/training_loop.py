@@ -88,7 +88,7 @@ class TrainingLoop:
             # model.zero_grad() clears the gradients of the one optimiser's parameters.
             only_optimizer = event.module and len(steppers) == 1
             if step.receiver == event.receiver or only_optimizer:
-                an.report(ZEROED_BEFORE_STEP, event.node)
+                an.report_in(ZEROED_BEFORE_STEP, event.node, event.unit)
 
 
 def _after_backward(events: list[Event], index: int, receiver: str) -> bool:
