@@ -94,6 +94,21 @@ __all__ = [
 TORCH = ref("torch")
 
 
+# What a function body changes while it is read, put back once it is done.
+_FUNCTION_STATE = (
+    "env",
+    "outer",
+    "scope",
+    "loop",
+    "no_grad",
+    "cls",
+    "branch_assigned",
+    "display",
+    "unit",
+    "source",
+)
+
+
 class Analyzer(ExpressionReader):
     """Runs a program for the rules: a file, or a notebook's cells one after the other.
 
@@ -625,18 +640,7 @@ class Analyzer(ExpressionReader):
 
     def _run_function(self, pending: PendingFunction) -> None:
         node = pending.node
-        saved = (
-            self.env,
-            self.outer,
-            self.scope,
-            self.loop,
-            self.no_grad,
-            self.cls,
-            self.branch_assigned,
-            self.display,
-            self.unit,
-            self.source,
-        )
+        saved = {name: getattr(self, name) for name in _FUNCTION_STATE}
         self.unit, self.source = pending.unit, pending.source
         self.env, self.outer, self.loop = {}, pending.outer, None
         self.no_grad, self.branch_assigned, self.display = pending.no_grad, None, 0
@@ -662,18 +666,8 @@ class Analyzer(ExpressionReader):
         else:
             self.run_body(node.body)  # type: ignore[attr-defined]
         self._end_scope()
-        (
-            self.env,
-            self.outer,
-            self.scope,
-            self.loop,
-            self.no_grad,
-            self.cls,
-            self.branch_assigned,
-            self.display,
-            self.unit,
-            self.source,
-        ) = saved
+        for name, value in saved.items():
+            setattr(self, name, value)
 
     def _return(self, node: ast.Return) -> None:
         if node.value is not None:
