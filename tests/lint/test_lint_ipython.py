@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from autograd_pitfalls.lint import ipython_extension
-
-
-@pytest.fixture
-def shell():
-    ip = InteractiveShell.instance()
-    ip.run_cell("%load_ext autograd_pitfalls.lint")
-    yield ip
-    ip.run_cell("%unload_ext autograd_pitfalls.lint")
-    InteractiveShell.clear_instance()
 
 
 def test_findings_are_shown_before_the_cells_own_output(shell, capsys):

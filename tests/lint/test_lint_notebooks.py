@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from autograd_pitfalls.lint import CellSession, lint_cell
 from autograd_pitfalls.lint.cli import main
@@ -113,15 +112,6 @@ def test_a_session_keeps_its_earlier_cells_as_context():
     assert lint_cell("h.mul_(2)", session, "[7]") == []  # no backward() needs it yet
     (stale,) = lint_cell("loss.backward()", session, "[8]")
     assert (stale.code, stale.cell, stale.line) == ("AGP122", "[7]", 1)
-
-
-@pytest.fixture
-def shell():
-    ip = InteractiveShell.instance()
-    ip.run_cell("%load_ext autograd_pitfalls.lint")
-    yield ip
-    ip.run_cell("%unload_ext autograd_pitfalls.lint")
-    InteractiveShell.clear_instance()
 
 
 def test_the_extension_reads_names_from_the_sessions_earlier_cells(shell, capsys):
