@@ -1271,7 +1271,7 @@ assert weight.data_ptr() != memory and optimizer.param_groups[0]["params"][0] is
 # Where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), `_apply` wraps the new tensor in a new Parameter instead.
 # The module then gets a new leaf Parameter, and an optimiser made before still holds the old one, which training no longer reaches.
 # Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, now on the GPU, and an optimiser made before the move holds it (checked on an H100 with torch 2.11; the cell's last lines show it where a GPU is present).
-# `nn.Module.cuda`'s own docstring says otherwise (the cell prints its line from the installed torch): the objects stay the same.
+# `nn.Module.cuda`'s own docstring says that moving makes the Parameters different objects (the cell prints its line from the installed torch); they stay the same objects all the same.
 # The course's GPU stand-in is such a case, though: its tensors are a Python subclass, which `param.data = ...` cannot take, so there the module gets new Parameters.
 
 # %%

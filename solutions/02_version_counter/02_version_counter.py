@@ -9,7 +9,7 @@
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
 # - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error, and what they cannot see.
 # - How anomaly mode names the forward line behind a backward error.
-# - What "Trying to backward through the graph a second time" means, and how to get two gradients right.
+# - What `Trying to backward through the graph a second time` means, and how to get two gradients right.
 #
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 
@@ -139,7 +139,7 @@ assert type(b.grad_fn).__name__ == "AddBackward0"
 
 # %% [markdown]
 # Now a fresh leaf, which has no `.grad` yet: each of the four ways of section 1 to write into `a` in place is refused.
-# (Older blog posts quote "has been used in an in-place operation"; torch 2.13 says "is being used".)
+# (One older post quotes "has been used in an in-place operation"; torch 2.13 says "is being used".)
 
 # %%
 a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)
@@ -159,6 +159,7 @@ with expect_error(RuntimeError, match="out=... arguments don't support automatic
 # Both are leaves that do not require grad, so the leaf check does not apply to them.
 # The `.detach()` write still moves `a`'s counter (section 2); the `.data` write moves nothing.
 # Notebook 03 is about the harm they do.
+# (An older post offers both as the way to fill a leaf; section 8 shows why `torch.no_grad()` is the one to use.)
 
 # %%
 a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)  # the a above, afresh
@@ -169,7 +170,7 @@ print(a, "| version:", a._version, "| is_leaf:", a.is_leaf)
 assert a.tolist() == [12.0, 7.0, 4.0, 5.0] and a._version == 1 and a.is_leaf
 
 # %% [markdown]
-# Older posts also show `a[:] = 0` going through: `a` becomes a non-leaf with `grad_fn=<CopySlices>`, and `backward()` later fails with "leaf variable has been moved into the graph interior".
+# Older posts also show `a[:] = 0` going through: `a` becomes a non-leaf with `grad_fn=<CopySlices>`, and `backward()` later fails with `leaf variable has been moved into the graph interior`.
 # That is no longer true.
 # On torch 2.13 `a[:] = 0` is refused on the spot with the same message as `a.add_()`, and `a` is left as it was: still a leaf, values and version unchanged.
 # `backward()` through it then works and fills `a.grad`.
@@ -789,7 +790,7 @@ check_intended(w1, w2, d)
 # The fourth fix is for leaves, the case of section 3: write under `torch.no_grad()`, before the leaf is used.
 # That is parameter initialisation (and the optimiser's update step), next section.
 #
-# Two "fixes" to avoid.
+# Three "fixes" to avoid.
 # `d.data *= 10` silences the error and gives a wrong gradient (`w2.grad = 40`), because autograd no longer sees the write.
 # `diagnose` cannot see it either, even under `track_inplace()`: it reads the same version counters, and `d._version` stays 0.
 # A write through numpy (`d.detach().numpy()`) is just as invisible: numpy writes the memory directly.
@@ -1177,6 +1178,7 @@ assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w.is_leaf and w._ve
 # %% [markdown]
 # Why the counter matters: the same write made *after* `w` was used.
 # Under `no_grad` autograd sees it and refuses to compute a wrong gradient; through `.data` it cannot see it, and you get a wrong gradient with no error.
+# (An older post says that such a late write raises an error: only the first one does.)
 # `diagnose` sees exactly what the counter sees: the first write, not the second.
 # By hand, `d sum(w²) / dw = 2w` with the values the forward pass used: `[2, 2]` for `w = [1, 1]`.
 

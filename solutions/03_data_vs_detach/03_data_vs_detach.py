@@ -132,7 +132,7 @@ print(compare("a.grad", a.grad, true_grad))  # ... and a wrong gradient
 assert torch.equal(a.grad, torch.zeros(3)) and not torch.allclose(a.grad, true_grad)
 
 # %% [markdown]
-# One of the seed notebooks shows this very cell failing with "Trying to backward through the graph a second time", under the comment "should raise, and does not".
+# One of the seed notebooks shows this very cell failing with `Trying to backward through the graph a second time`, under the comment "should raise, and does not".
 # That error has nothing to do with `.data`: it comes from running `backward()` a second time on the same `out`, as when a cell is run twice.
 
 # %%
@@ -284,6 +284,7 @@ for how in [".data", ".detach()", "no_grad"]:
 # A write through `.detach()` or under `no_grad` is counted, and `backward()` raises.
 # A write through `.data` is not counted: no error, and the gradient is computed from the new values.
 # A write through numpy, to the array `.detach().numpy()` returns, is just as invisible: numpy writes the memory directly.
+# An older post warns that changing a leaf after it is used makes backward raise: true of the first two writes, not of the last two.
 
 # %%
 outcome = {}
@@ -322,7 +323,7 @@ for how in [".data", ".detach()", "no_grad", "numpy"]:
 
 # %% [markdown]
 # So, plainly: **"no error" does not mean "correct gradient"**.
-# The blog post behind this notebook concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
+# One of the seed posts concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
 # That holds only for writes autograd can see; `.data` and numpy writes are exactly the ones it cannot.
 #
 # Even `numpy()` knows this: on a tensor that requires grad it refuses, and asks for `.detach()` first.
@@ -619,6 +620,7 @@ assert x.grad.item() == 3.0
 # `Variable(t)` returns a plain `torch.Tensor`, a new object on the same memory.
 # `Variable` is still a class of its own: not `torch.Tensor`, not even a subclass of it.
 # It only answers `isinstance(t, Variable)` with True for every tensor, so old type checks pass.
+# (The posts say that since 0.4 `torch.Tensor` and `Variable` are the same class: they are not, but `Variable(t)` does return a tensor.)
 # `Variable(t, requires_grad=True)` is a leaf that requires grad, still on `t`'s memory.
 
 # %%
@@ -1375,7 +1377,7 @@ probe_and_judge("q3", hidden_cases, observe, judge)
 # %% [markdown]
 # ## 7. `total_loss += loss` keeps every step's graph alive
 #
-# The second seed post warns that accumulating the loss as a tensor keeps each step's graph alive, and it shows the culprit as `total_loss += loss.data[0]`.
+# One of the seed posts warns that accumulating the loss as a tensor keeps each step's graph alive, and it shows the culprit as `total_loss += loss.data[0]`.
 # That example is wrong on torch 2.x twice over.
 # `loss.data[0]` raises, as section 6 showed.
 # And `.data` has no history, so even `total_loss += loss.data` keeps no graph.

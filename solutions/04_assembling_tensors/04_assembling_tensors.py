@@ -266,8 +266,7 @@ assert models["stack"].eta.grad_fn.name().endswith("ViewBackward0")
 # The three forward passes agree to the last bit, and with the seed's printed numbers (`0.4963, 0.7682, 0.2115`, `eta ≈ -0.4544`).
 # Only `eta`'s `grad_fn` is named differently: the seed's torch printed `AddBackward0`, torch 2.13 prints `ViewBackward0` (the last op recorded inside `nn.Linear` for a 1-d input; torch 2.15 names it `UnsafeViewBackward0`); the value is the same.
 # A node's name is how one torch implements an op, not part of its meaning: read the graph for what it computes.
-# The backward passes do not.
-# The fill-in raises:
+# The backward passes differ: the fill-in raises:
 
 # %%
 with expect_error(RuntimeError, match="is at version 1; expected version 0 instead"):
@@ -484,12 +483,12 @@ assert safe == [
 # %% [markdown]
 # Read the table against the rule.
 # - **pieces from p**: the division reads `p`, not the buffer; the buffer is saved by no one. Safe, even though it "combines" parameters. This is the fix closest to the seed's code: compute `k` from the parameters, not from the tensor you are filling.
-# - **/** and **\*\*2**: the op reads entries of the buffer *and saves them*; the write bumps the shared counter. Refused.
-# - **+**: addition saves nothing (its gradient is 1 whatever the values), so there is nothing to go stale. Safe.
-# - **exp**: `exp` saves its *output*, a new tensor, not its input. Safe (notebook 02, section 5).
-# - **clone**: the division saved views of the old tensor; the write goes into the clone, which has its own counter. Safe.
+# - **entry from entries, /** and **entry from entry, \*\*2**: the op reads entries of the buffer *and saves them*; the write bumps the shared counter. Refused.
+# - **entry from entries, +**: addition saves nothing (its gradient is 1 whatever the values), so there is nothing to go stale. Safe.
+# - **entry from entry, exp**: `exp` saves its *output*, a new tensor, not its input. Safe (notebook 02, section 5).
+# - **compute k, then clone**: the division saved views of the old tensor; the write goes into the clone, which has its own counter. Safe.
 # - **write after use**: `buf * buf` saved `buf`; any later write to `buf`, wherever it lands, is refused.
-# - **a leaf buffer**: `requires_grad=True` on the buffer makes it a leaf that requires grad, and those refuse in-place writes at once.
+# - **buffer is a leaf**: `requires_grad=True` on the buffer makes it a leaf that requires grad, and those refuse in-place writes at once.
 #
 # So the real rule: fill in a *fresh* buffer that does not require grad, with pieces that do not read the buffer through an op that saves it.
 # `torch.stack`/`torch.cat` satisfy it by construction, which is why they are the robust default.

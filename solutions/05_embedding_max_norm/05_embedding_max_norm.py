@@ -255,7 +255,7 @@ assert finding.line == write.location
 # The seed also says this line "modifies weight in-place": true, live above.
 # Its comment on `a`, "weight must be cloned for this to be differentiable", is loose: without the clone, `a` is differentiable; what fails is the backward of `a` after the weight changed.
 #
-# Its explanation is right, and you can test it: the weight is saved *because* `W` requires grad.
+# The seed's explanation of the error is right, and you can test it: the weight is saved *because* `W` requires grad.
 # With a `W` that does not, `MmBackward0` needs only `W` (for the weight's gradient), saves no weight, and the same lines run.
 
 # %%
@@ -534,7 +534,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # ## 4. A real case: a tied-weight language model
 #
 # Language models often *tie* the input embedding and the output layer: the logits are `h @ embedding.weight.T`, one score per vocabulary row.
-# With `max_norm`, a model that embeds one token at a time (a recurrent decoder, step by step) breaks: step 1's logits save the weight, and step 2's lookup writes to it.
+# With `max_norm`, a model that embeds one token at a time (a recurrent decoder, step by step) breaks: one step's logits save the weight, and the next step's lookup writes to it.
 # Here is such a model; the vocabulary has 6 tokens of dimension 4.
 
 
@@ -1214,7 +1214,8 @@ probe_and_judge("q3", hidden_cases, observe, judge)
 # ## 7. Harm without an error
 #
 # The seed ends: "If you don't use embedding.weight outside of the normal forward pass, you don't need to worry about all this."
-# Not quite: section 4 failed inside a normal forward pass (a tied decoder), and below, harm comes with no other use of the weight at all.
+# True, but outside uses are easy to miss: section 4's tied decoder is one (`h @ embedding.weight.T`), and there at least an error shows it.
+# Below are two that raise nothing: the tensor you built the table from, and a snapshot of the weight.
 # Autograd only checks tensors a node saved.
 # Tensors outside any graph can change under you with no error at all.
 #
@@ -1238,7 +1239,7 @@ assert torch.allclose(pretrained_vectors[0], torch.tensor([0.6, 0.8]))
 
 # %% [markdown]
 # **A snapshot taken with `.detach()` moves with the weight.**
-# To measure how much a pass changes the weights, a snapshot must own its memory.
+# To measure how much the lookups change the weights, a snapshot must own its memory.
 # `.detach()` shares it (and the counter), so the drift reads 0 although row 0 shrank from norm 5 to 1; `.clone()` sees it.
 
 # %%

@@ -7,12 +7,12 @@
 #
 # **What you will learn**
 #
-# - "grad can be implicitly created only for scalar outputs": a loss that is not one number, what `backward(gradient=...)` computes, and why `torch.ones_like(loss)` is not the fix;
-# - "element 0 of tensors does not require grad and does not have a grad_fn": five ways to cut the graph, and why `loss.requires_grad_()` silences the error and trains nothing (plotted);
+# - `grad can be implicitly created only for scalar outputs`: a loss that is not one number, what `backward(gradient=...)` computes, and why `torch.ones_like(loss)` is not the fix;
+# - `element 0 of tensors does not require grad and does not have a grad_fn`: five ways to cut the graph, and why `loss.requires_grad_()` silences the error and trains nothing (plotted);
 # - `param.grad is None` after `backward()`, and an optimiser that updates nothing;
 # - a missing `zero_grad()` (plotted), the gradient accumulation that does it on purpose, and the `None` that `zero_grad()` leaves;
-# - "Expected all tensors to be on the same device": a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind;
-# - "Trying to backward through the graph a second time": a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
+# - `Expected all tensors to be on the same device`: a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind;
+# - `Trying to backward through the graph a second time`: a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
 # - NaN in backward from `sqrt` at 0 and `log` of 0, found with anomaly mode and a gradient hook; `gradcheck` on a hand-written `autograd.Function`;
 # - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
 #
@@ -160,7 +160,7 @@ print("\n".join(gather_lines[start : end + 1]))
 assert "t.view(1)" in gather_lines[start + 1] and "will instead unsqueeze" in "".join(gather_lines)
 
 # %% [markdown]
-# ## 2. "element 0 of tensors does not require grad": the graph was cut
+# ## 2. `element 0 of tensors does not require grad`: the graph was cut
 #
 # This error says that the loss has no `grad_fn`: nothing connects it to a tensor that requires grad.
 # Five ways learners cut the graph between the parameters and the loss, each live.
@@ -488,7 +488,7 @@ assert any(later > earlier for earlier, later in itertools.pairwise(forgot))  # 
 
 # %% [markdown]
 # Adding up gradients is also a technique: *gradient accumulation* runs several small batches, calls `backward()` on each, and steps once, to fit a large batch in memory.
-# It zeroes once per step, not once per batch, and divides each small batch's loss by their number, so the sum is the mean over the large batch.
+# It zeroes once per step, not once per batch, and divides each small batch's loss by the number of small batches, so that, with small batches of equal size, the sum is the mean over the large batch.
 
 # %%
 torch.manual_seed(0)
@@ -532,7 +532,7 @@ assert torch.allclose(model.weight.detach(), before * (1 - 0.1 * 0.5))
 # ### Exercise 1 — make this script train (3 points)
 #
 # Here is the script of sections 1, 2 and 4 as one learner wrote it.
-# Its first error was "grad can be implicitly created only for scalar outputs", its second "element 0 of tensors does not require grad"; each was "fixed" the way this notebook warned against, and a third bug never raised anything.
+# Its first error was `grad can be implicitly created only for scalar outputs`, its second `element 0 of tensors does not require grad`; each was "fixed" the way this notebook warned against, and a third bug never raised anything.
 # Run it: no error, and no parameter moves.
 
 
@@ -814,7 +814,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # %% [markdown]
 # ## 5. A layer built inside `forward`, and a tensor that `.to(device)` leaves behind
 #
-# "Expected all tensors to be on the same device" can come from the model's code rather than the training loop: something the module does not register.
+# `Expected all tensors to be on the same device` can come from the model's code rather than the training loop: something the module does not register.
 # Here is a scorer as a learner wrote it: a hidden layer, a fixed scale per hidden unit, and an output layer whose input size is "only known in `forward`".
 
 
@@ -1914,10 +1914,10 @@ assert torch.equal(with_list_penalty, without_penalty) and not torch.allclose(
 #
 # For each symptom, name its cause, one of: `"loss_not_reduced"`, `"graph_cut"`, `"parameter_not_reached"`, `"gradients_accumulate"`, `"layer_in_forward"`, `"unregistered_tensor"`, `"hidden_state_carried"`, `"sqrt_at_zero"`, `"log_of_zero"`.
 #
-# - `"A"`: `loss.backward()` raises "grad can be implicitly created only for scalar outputs".
-# - `"B"`: `loss.requires_grad_()` was added to silence "element 0 of tensors does not require grad and does not have a grad_fn"; now the loss is exactly the same at every step.
-# - `"C"`: a recurrent model keeps its hidden state from batch to batch; the second batch's `loss.backward()` raises "Trying to backward through the graph a second time".
-# - `"D"`: after `model.to("cuda")`, `model(x)` raises "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!" at `return self.net(x) * self.weights`, where `__init__` set `self.weights = torch.ones(n)`.
+# - `"A"`: `loss.backward()` raises `grad can be implicitly created only for scalar outputs`.
+# - `"B"`: `loss.requires_grad_()` was added to silence `element 0 of tensors does not require grad and does not have a grad_fn`; now the loss is exactly the same at every step.
+# - `"C"`: a recurrent model keeps its hidden state from batch to batch; the second batch's `loss.backward()` raises `Trying to backward through the graph a second time`.
+# - `"D"`: after `model.to("cuda")`, `model(x)` raises `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!` at `return self.net(x) * self.weights`, where `__init__` set `self.weights = torch.ones(n)`.
 # - `"E"`: no error; the loss falls for a few steps, then swings up and down more and more; the script never calls `zero_grad()`.
 # - `"F"`: no error; after `backward()`, `model.decoder.weight.grad` is None, and the loss is computed from `model.encoder(x)` alone.
 # - `"G"`: the loss is finite and every gradient is NaN; under `torch.autograd.detect_anomaly()`, the error names `PowBackward0`, created on the line `d = torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))`.
@@ -2013,11 +2013,11 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # ## Summary
 #
 # - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
-# - "grad can be implicitly created only for scalar outputs": reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger.
-# - "element 0 of tensors does not require grad": the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
+# - `grad can be implicitly created only for scalar outputs`: reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger as the loss has values.
+# - `element 0 of tensors does not require grad`: the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
 # - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype or device, and some conversions make new Parameters.
-# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss and zeroing once per step. `zero_grad()` sets `.grad` to `None` (an optimiser then skips the parameter), not to zeros.
-# - "Expected all tensors to be on the same device": something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
-# - "Trying to backward through the graph a second time" in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
+# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss by the number of parts and zeroing once per step. `zero_grad()` sets `.grad` to `None` (an optimiser then skips the parameter), not to zeros.
+# - `Expected all tensors to be on the same device`: something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
+# - `Trying to backward through the graph a second time` in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
 # - NaN gradients: anomaly mode names the first node that *returned* NaN, which may come after the cause (two nodes after the `sqrt` here); a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.
-# - Several pitfalls at once: `track_inplace()` and `diagnose` find what backward() will hit and the line; the linter (`python -m autograd_pitfalls.lint`) finds the patterns before anything runs.
+# - Several pitfalls at once: `track_inplace()` and `diagnose` find what `backward()` will hit and the line; the linter (`python -m autograd_pitfalls.lint`) finds the patterns before anything runs.
