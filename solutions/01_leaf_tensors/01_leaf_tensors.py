@@ -142,7 +142,7 @@ assert b_grad is None
 # %% [markdown]
 # Why drop it?
 # Intermediate gradients are rarely needed.
-# Keeping one for every operation would cost as much memory as the activations.
+# Keeping one for every operation would cost memory: each such gradient is as large as the tensor it belongs to.
 
 # %% [markdown]
 # ## 3. An intermediate's gradient: `retain_grad()` or `torch.autograd.grad`
@@ -346,12 +346,12 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # It calls `loss.backward()` once, and returns `(d loss / d hidden, w.grad)`.
 # The tests call it with `squared_sum` (below) and with other losses you cannot know in advance.
 # So let autograd compute `d loss / d hidden`: keep `hidden` in the graph and keep its gradient.
-# A detached copy of `hidden` would leave `w.grad` empty.
+# A detached copy of `hidden` cuts `w` out of the graph: `backward()` then raises, or, if you made the copy require grad, leaves `w.grad` empty.
 #
 # Example: `x = [[1., 0.]]`, `w = [[0.5], [2.0]]` and `squared_sum` give `hidden = tanh(0.5) = 0.4621`.
 # Then `d loss / d hidden = 2 · hidden = [[0.9242]]`,
 # and `w.grad = [[0.9242 · (1 − 0.4621²)], [0.]] = [[0.7269], [0.]]`.
-# With `loss_fn = cubed_sum` instead, `d loss / d hidden = 3 · hidden² = [[0.6406]]`.
+# With `loss_fn = cubed_sum` instead, `d loss / d hidden = 3 · hidden² = [[0.6407]]`.
 # Return both on the device of `x` and `w`.
 # Leave `x` and the values of `w` as they were: only `w.grad` is yours to fill.
 
@@ -429,8 +429,8 @@ for device in devices():
     dw = torch.tensor([[0.7269], [0.0]], device=device)
     _check_grads(x, w, squared_sum, torch.tensor([[0.9242]], device=device), dw, atol=1e-4)
     w = torch.tensor([[0.5], [2.0]], device=device, requires_grad=True)
-    dw = torch.tensor([[0.6406 * (1 - 0.4621**2)], [0.0]], device=device)
-    _check_grads(x, w, cubed_sum, torch.tensor([[0.6406]], device=device), dw, atol=1e-4)
+    dw = torch.tensor([[0.6407 * (1 - 0.4621**2)], [0.0]], device=device)
+    _check_grads(x, w, cubed_sum, torch.tensor([[0.6407]], device=device), dw, atol=1e-4)
 on_gpu(
     hidden_and_weight_grads,
     torch.ones(2, 3),
@@ -1176,7 +1176,7 @@ assert type(T) is torch.Tensor and not T.is_leaf
 draw(T.sum(), names={"T": T})
 
 # %% [markdown]
-# The drawing shows a leaf with no name, of shape `(12, 1)`, below `ViewBackward0`.
+# The drawing shows a leaf labelled only `leaf` (none of your names points at it), of shape `(12, 1)`, below `ViewBackward0`.
 # That Parameter does receive the gradient, but `T.grad` stays `None`.
 # The gradient sits on the Parameter that the view `T` was made from, `T._base`.
 
@@ -1270,7 +1270,8 @@ assert weight.data_ptr() != memory and optimizer.param_groups[0]["params"][0] is
 # %% [markdown]
 # Where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), `_apply` wraps the new tensor in a new Parameter instead.
 # The module then gets a new leaf Parameter, and an optimiser made before still holds the old one, which training no longer reaches.
-# Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, now on the GPU, and an optimiser made before the move holds it (checked on an H100 with torch 2.11; the cell's last lines show it where a GPU is present).
+# Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, and an optimiser made before the move still holds it.
+# The cell's last lines show this where a GPU is present; on a machine without one they show the stand-in instead, the exception below.
 # `nn.Module.cuda`'s own docstring says that moving makes the Parameters different objects (the cell prints its line from the installed torch); they stay the same objects all the same.
 # The course's GPU stand-in is such a case, though: its tensors are a Python subclass, which `param.data = ...` cannot take, so there the module gets new Parameters.
 

@@ -5,7 +5,7 @@
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
 # - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
-# - Why the order of the lines matters, and four ways to fix a version error.
+# - Why the order of the lines matters, three ways to fix a version error, and the way to write to a leaf (`torch.no_grad()`).
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
 # - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error, and what they cannot see.
 # - How anomaly mode names the forward line behind a backward error.
@@ -48,7 +48,8 @@ print(torch.__version__)
 # ## 1. What an in-place operation is
 #
 # An in-place operation writes its result into the memory of an existing tensor instead of allocating a new one.
-# In PyTorch these are: augmented assignment (`x += 1`), index assignment (`x[0] = 0`), methods ending in an underscore (`x.add_(1)`), and `out=` arguments.
+# The common spellings in PyTorch are: augmented assignment (`x += 1`), index assignment (`x[0] = 0`), methods ending in an underscore (`x.add_(1)`), and `out=` arguments.
+# Some functions also write in place when asked (`F.relu(x, inplace=True)`) or on their own (notebook 05's `nn.Embedding(max_norm=...)`).
 # `x = x + 1` is *not* one: it computes a new tensor and rebinds the name `x` to it.
 # Just run this cell: `data_ptr()` is the address of the first element.
 
@@ -138,7 +139,7 @@ print("b.grad_fn after b.add_(1):", type(b.grad_fn).__name__)
 assert type(b.grad_fn).__name__ == "AddBackward0"
 
 # %% [markdown]
-# Now a fresh leaf, which has no `.grad` yet: each of the four ways of section 1 to write into `a` in place is refused.
+# Now a fresh leaf, which has no `.grad` yet: each of the four spellings of section 1 that write into `a` in place is refused.
 # (One older post quotes "has been used in an in-place operation"; torch 2.13 says "is being used".)
 
 # %%
@@ -279,7 +280,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
     f.backward()
 
 # %% [markdown]
-# Without this check, `w2.grad` would silently come out as 0 (the new `d`) instead of 4.
+# Without this check, `w2.grad` would silently come out from the new `d` (0) instead of 4: section 7 shows it with a write autograd cannot see.
 # That is the whole point of the version counter: a wrong gradient becomes a loud error.
 
 # %% [markdown]
@@ -312,7 +313,7 @@ assert (finding.saved_version, finding.current_version) == (0, 1)
 assert finding.line == write.location and write.code == "d[:] = 0"
 
 # %% [markdown]
-# What the block costs: the same 300 small ops, timed outside it and inside it (the fastest of five runs each).
+# What the block costs: the same 600 small ops (300 multiplications and 300 additions), timed outside it and inside it (the fastest of five runs each).
 
 
 # %%
@@ -345,7 +346,7 @@ assert tracked > plain
 # The write is `d[:] = 0`, recorded as `fill_`, the op it runs.
 # In a notebook the file name is a temporary file Jupyter made for the cell; the code after it is your line.
 #
-# The fix: leave the saved `d` alone and write to a copy (section 7 shows four fixes).
+# The fix: leave the saved `d` alone and write to a copy (section 7 shows three fixes).
 # `diagnose` then finds nothing, and `backward()` gives `w2.grad = 4`.
 
 # %%
@@ -732,11 +733,11 @@ assert torch.equal(w2.grad, d.detach().flatten()) and w2.grad.item() == 0.0
 assert torch.equal(w1.grad, torch.zeros(2, 1))
 
 # %% [markdown]
-# ## 7. Four fixes
+# ## 7. Three fixes, and the leaf case
 #
 # Suppose the intended computation is: `f` uses the original `d` (so `w2.grad = 4` and, by hand, `w1.grad = xᵀ·w2 = [[3], [6]]`), and afterwards we want `d` scaled by 10 for some later step.
 # `d *= 10` after `f = d @ w2` raises, as in section 4.
-# Each fix below gives the intended gradients, checked against the hand-derived ones.
+# Each of the three fixes below gives the intended gradients, checked against the hand-derived ones.
 
 
 # %%
@@ -787,7 +788,7 @@ d *= 10
 check_intended(w1, w2, d)
 
 # %% [markdown]
-# The fourth fix is for leaves, the case of section 3: write under `torch.no_grad()`, before the leaf is used.
+# Leaves, the case of section 3, take another way: write under `torch.no_grad()`, before the leaf is used.
 # That is parameter initialisation (and the optimiser's update step), next section.
 #
 # Three "fixes" to avoid.
@@ -1159,7 +1160,7 @@ print("after nn.init.normal_: is_leaf", w.is_leaf, "| version", w._version)
 assert w.is_leaf and w._version == 1
 
 # %% [markdown]
-# An optimiser's `step()` updates the parameters in place the same way: it turns grad mode off while it writes, as `torch.no_grad()` does.
+# A built-in optimiser's `step()` updates the parameters in place the same way: by default (`differentiable=False`) it turns grad mode off while it writes, as `torch.no_grad()` does.
 # `WatchWrites(w)`, a helper of this course, shows it: inside its block it notes each torch call that moved `w`'s counter, with `torch.is_grad_enabled()` at that moment.
 # By hand, `d sum(w²) / dw = 2w = [2, 2]`, so one SGD step with `lr = 0.1` gives `1 - 0.1 · 2 = 0.8`.
 

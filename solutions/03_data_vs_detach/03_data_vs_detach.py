@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 03 · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate
 #
-# Notebook 02 ended on a warning: a write through `.data` moves no version counter, so autograd cannot see it.
+# Notebook 02 showed (sections 5, 7 and 8) that a write through `.data` moves no version counter, so autograd cannot see it.
 # This notebook is about that gap, the one place where PyTorch gives no error at all and the gradient is silently wrong.
 #
 # **What you will learn**
@@ -168,7 +168,7 @@ assert torch.allclose(a.grad, true_grad)
 # %% [markdown]
 # This check is what PyTorch's promise rests on ([In-place correctness checks](https://docs.pytorch.org/docs/stable/autograd.html#in-place-correctness-checks)): "if you're using in-place functions and not seeing any errors, you can be sure that the computed gradients are correct".
 # It holds for every write that moves the saved tensor's counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
-# Here is the same write to the saved `out` made four ways (notebook 02, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
+# Here is the same zeroing made four ways, three of them on the saved `out` and one on a copy (notebook 02, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
 
 
 # %%
@@ -284,7 +284,7 @@ for how in [".data", ".detach()", "no_grad"]:
 # A write through `.detach()` or under `no_grad` is counted, and `backward()` raises.
 # A write through `.data` is not counted: no error, and the gradient is computed from the new values.
 # A write through numpy, to the array `.detach().numpy()` returns, is just as invisible: numpy writes the memory directly.
-# An older post warns that changing a leaf after it is used makes backward raise: true of the first two writes, not of the last two.
+# An older post warns that changing a leaf after it is used makes backward raise: true of the `.detach()` and `no_grad` writes, not of the `.data` and numpy ones.
 
 # %%
 outcome = {}
@@ -802,7 +802,7 @@ assert {finding.code for finding in findings} == {"AGP110", "AGP111", "AGP140", 
 
 # %% [markdown]
 # In JupyterLab, `%load_ext autograd_pitfalls.lint` checks each cell before it runs and prints what it finds above the cell's output; `%unload_ext` stops it.
-# It reads each cell after the cells the session ran before it (those before the `%load_ext` too), as one program: a name one cell imports is known in the next.
+# It reads each cell after the cells the session ran before it, as one program: a name one cell imports is known in the next.
 # Read alone, the second cell below has no finding (`Variable` could be anything); read after the first, it has one.
 
 # %%
