@@ -107,7 +107,7 @@ with expect_error(RuntimeError, match="element 0 of tensors does not require gra
 torch.set_warn_always(False)
 
 # %% [markdown]
-# By default the warning is given once per process: three more conversions now give at most one warning (none, if this process already gave it).
+# By default the warning is given once per process, and those given under `set_warn_always(True)` do not use it up: three more conversions now give at most one warning.
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
@@ -264,7 +264,7 @@ assert models["stack"].eta.grad_fn.name().endswith("ViewBackward0")
 
 # %% [markdown]
 # The three forward passes agree to the last bit, and with the seed's printed numbers (`0.4963, 0.7682, 0.2115`, `eta ≈ -0.4544`).
-# Only `eta`'s `grad_fn` is named differently: the seed's torch printed `AddBackward0`, torch 2.13 prints `ViewBackward0` (the last op recorded inside `nn.Linear` for a 1-d input; torch 2.15 names it `UnsafeViewBackward0`); the value is the same.
+# Only `eta`'s `grad_fn` is named differently: the seed's torch printed `AddBackward0`, torch 2.13 prints `ViewBackward0` (the last op recorded inside `nn.Linear` for a 1-d input); the value is the same.
 # A node's name is how one torch implements an op, not part of its meaning: read the graph for what it computes.
 # The backward passes differ: the fill-in raises:
 
@@ -394,7 +394,7 @@ report
 
 # %% [markdown]
 # The writes into `paramn` (versions 0 → 2) are harmless: nothing had saved `paramn` yet when they ran.
-# `MulBackward0` saved only the integer bounds, which nobody writes.
+# `MulBackward0` saved only `param_max - param_min`, a new integer tensor that nobody writes (not `paramn`: the bounds do not require grad).
 #
 # Now the error message itself:
 

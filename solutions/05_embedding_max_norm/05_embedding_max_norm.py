@@ -102,7 +102,7 @@ assert torch.equal(out.detach(), embedding.weight.detach()[[0, 2, 0]])  # the ou
 #
 # To what norm exactly?
 # The kernel multiplies a row by `max_norm / (norm + 1e-7)`, so the new norm is a hair below `max_norm`.
-# In float32 that rounds to 1.0; in float64 you can see it.
+# In float32 the difference is in the last bit and may or may not show (above, row 0 prints 1.0 and row 2 0.9999999); in float64 you can see it.
 
 # %%
 table = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
@@ -351,7 +351,7 @@ graph_with_clone
 # Reorder and renormalise-first agree: every use of the weight sees the rescaled rows.
 # `clone()` gives another `a` (rows 1 and 2 as they were before the rescaling) and so other gradients.
 # Which is right depends on what you mean; the seed's `clone()` keeps the values its buggy order intended, and the reorder changes them.
-# What each fix costs: `clone()` copies the whole weight at every forward pass (for a 50,000 × 512 vocabulary, 100 MB in float32); the reorder costs nothing; renormalising yourself is one more call, and you must keep `max_norm` out of the lookup.
+# What each fix costs: `clone()` copies the whole weight at every forward pass (for a 50,000 × 512 vocabulary, 50,000 × 512 × 4 bytes ≈ 100 MB in float32); the reorder costs nothing; renormalising yourself is one more call, and you must keep `max_norm` out of the lookup.
 #
 # What is *not* a fix: `.detach()`.
 # A detached tensor shares the weight's memory and its version counter (notebook 02, section 2), and `MmBackward0` still saves it to compute `W.grad`.
@@ -395,7 +395,7 @@ assert torch.equal(embedding.weight.grad[0], torch.zeros(5)) and cloned[1][0].ab
 #
 # Predict `embedding.weight._version` right after the first line (`"version_at_start"`), `embedding.weight._version` after the last line (`"version_at_end"`), and the L2 norm of each of the five rows after the last line (`"norms"`, a list of five floats; 1e-3 is close enough).
 # Return them from `predict_norms_and_versions()` as a dict, for example `{"version_at_start": 0, "version_at_end": 0, "norms": [10.0, 1.5, 3.0, 4.0, 1.0]}`.
-# The test runs the code live and compares.
+# The visible test checks the form of your answer and `version_at_start`; the grader runs the code in its own process and compares all three.
 
 
 # %% nbgrader={"grade_id": "q1-answer", "solution": true}
@@ -1397,7 +1397,7 @@ for name, score in candidates.items():
 # ## Summary
 #
 # - `nn.Embedding(max_norm=m)` rescales, in place, the rows it looks up whose `norm_type`-norm is above `m`, to just under `m`; other rows stay as they are.
-# - Every call bumps `weight._version` by one, even when no row changes, even under `no_grad`; a fresh module starts at version 1 (its `normal_` init).
+# - Every call bumps `weight._version` by one, even when no row changes, even under `no_grad`; a fresh `nn.Embedding(n, d)` starts at version 1 (its `normal_` init; 2 with `padding_idx`, 0 from `from_pretrained`).
 # - Any use of the weight saved for backward *before* a lookup (a tied output layer, a regulariser, a similarity) then fails at `backward()`; `diagnose` under `track_inplace()` names `embedding_renorm_` and the line.
 # - Fixes: reorder (free, uses the rescaled rows), `clone()` (a copy, uses the old rows), renormalise yourself under `no_grad` then `max_norm=None` (the rescaled rows). `.detach()` is no fix; `.detach().clone()` loses the gradient.
 # - The gradient through `max_norm` ignores the rescaling: it is a projection, not a layer.

@@ -376,8 +376,8 @@ assert model.weight.grad is not None and torch.equal(weight_before, model.weight
 # Rescale in place under `torch.no_grad()` instead (`model.weight.mul_(0.5)`), or build the optimiser after the last change to the model.
 #
 # The same rule holds for moving and casting, as notebook 01 (section 6) says: `model.to(...)` first, then the optimiser.
-# With PyTorch's defaults, `Module.to()` keeps each Parameter object, on the CPU and on CUDA (notebook 01 shows both), so an optimiser built before the conversion still holds the model's parameters.
-# That is not enough: an optimiser that has already stepped keeps its state (Adam's running averages) in the old dtype, or on the old device, and its next step fails:
+# With PyTorch's defaults, `Module.to()` keeps each Parameter object when casting (notebook 01 shows it, and shows the move to CUDA where a GPU is present), so an optimiser built before the conversion still holds the model's parameters.
+# That is not enough: an optimiser that has already stepped keeps its state (Adam's running averages) in the old dtype, and its next step fails:
 
 # %%
 torch.manual_seed(0)
@@ -436,7 +436,7 @@ assert optimizer.param_groups[0]["params"][0] is layer.weight
 # %% [markdown]
 # ## 4. A missing `zero_grad()`
 #
-# `backward()` *adds* to `.grad`; it never replaces it.
+# `backward()` *adds* to `.grad` when it holds a tensor (and sets it when it is `None`); it never resets it.
 # Without `optimizer.zero_grad()` (or `model.zero_grad()`), step `k` uses the sum of the gradients of all steps so far.
 # Three `backward()` calls on the same loss give three times its gradient:
 
@@ -452,7 +452,7 @@ once = weight_grad(lambda loss: loss.mean().backward())
 assert torch.allclose(model.weight.grad, 3 * once)
 
 # %% [markdown]
-# There is no error; the loss still falls at first, then overshoots and swings, because the steps keep growing:
+# There is no error; the loss still falls at first, then overshoots and swings: each step uses the sum of all earlier gradients, which keeps pushing the old way after the minimum is passed.
 
 
 # %%
@@ -1644,7 +1644,7 @@ assert by_hand.isinf() and abs(stable.item() - 120.0) < 1e-4 and logits.grad.isf
 # %% [markdown]
 # **A hand-written `autograd.Function`** has a backward that nothing checks.
 # This one was written to give `sqrt` a zero gradient at 0; it forgot the 2 of `1 / (2 √x)`.
-# `torch.autograd.gradcheck` compares the backward with finite differences, in float64, at points away from the kink, and says which entries differ.
+# `torch.autograd.gradcheck` compares the backward with finite differences at the inputs you give it (use float64, and points away from the kink, as here), and prints both Jacobians when they differ.
 
 
 # %%
@@ -1724,7 +1724,8 @@ assert any(write.op == "embedding_renorm_" for write in log.writes) and report.f
 
 # %% [markdown]
 # Two in-place ops are at work: `embedding_renorm_` rewrites the weight that the earlier steps' output layer saved (notebook 05), and `logits[:, t] = ...` writes into the buffer (`copy_` into a slice, allowed, since nothing saved the buffer).
-# The error is the first one's; the buffer has a bug of its own, which the stand-in shows once the model is on a GPU: `torch.zeros(...)` without `device=` is on the CPU.
+# The error is the first one's; the two `torch.zeros(...)` without `device=` are bugs of their own, which the stand-in shows once the model is on a GPU.
+# The hidden state `h` is on the CPU, so `self.mix(h)` fails at the first step (the last lines of the cell after the fix show it); the logits buffer, made the same way, would bring GPU pieces back to the CPU (notebook 04, section 6).
 # The course's linter finds the tied weight before anything runs.
 # `lint` below checks the source of what you give it, with this notebook's imports, and prints each finding with its line.
 # (`inspect.getsource` cannot find a class defined in a notebook, only its functions, so a class is put back together from its methods.)
@@ -1918,7 +1919,7 @@ assert torch.equal(with_list_penalty, without_penalty) and not torch.allclose(
 # - `"B"`: `loss.requires_grad_()` was added to silence `element 0 of tensors does not require grad and does not have a grad_fn`; now the loss is exactly the same at every step.
 # - `"C"`: a recurrent model keeps its hidden state from batch to batch; the second batch's `loss.backward()` raises `Trying to backward through the graph a second time`.
 # - `"D"`: after `model.to("cuda")`, `model(x)` raises `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!` at `return self.net(x) * self.weights`, where `__init__` set `self.weights = torch.ones(n)`.
-# - `"E"`: no error; the loss falls for a few steps, then swings up and down more and more; the script never calls `zero_grad()`.
+# - `"E"`: no error; the loss falls for a few steps, then overshoots and keeps swinging up and down; the script never calls `zero_grad()`.
 # - `"F"`: no error; after `backward()`, `model.decoder.weight.grad` is None, and the loss is computed from `model.encoder(x)` alone.
 # - `"G"`: the loss is finite and every gradient is NaN; under `torch.autograd.detect_anomaly()`, the error names `PowBackward0`, created on the line `d = torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))`.
 #
@@ -1997,7 +1998,7 @@ def judge(seen, case):
         "B": ("graph_cut", "requires_grad_() on the loss makes a new leaf; the cut that caused the error is still there (section 2)", "grad-never-reached"),
         "C": ("hidden_state_carried", "the state carries the previous batch's freed graph (section 6)", "hidden-state-carried"),
         "D": ("unregistered_tensor", "a tensor kept as a plain attribute is not moved by .to() (section 5)", "module-state-unregistered"),
-        "E": ("gradients_accumulate", "backward() adds to .grad, so the steps keep growing (section 4)", "grad-accumulates"),
+        "E": ("gradients_accumulate", "backward() adds to .grad, so each step carries every earlier gradient (section 4)", "grad-accumulates"),
         "F": ("parameter_not_reached", "a parameter the loss does not use gets no gradient (section 3)", "grad-never-reached"),
         "G": ("sqrt_at_zero", "sqrt's backward is infinite at 0, and the next node turns it into NaN (section 7)", None),
     }  # fmt: skip
