@@ -38,9 +38,10 @@ def _print_error(message: str) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from autograder.authoring.build import build
+    from autograder.i18n.catalog import LANGUAGES
 
     course = Course.repository()
-    for path in build(course, args.assignments or None):
+    for path in build(course, args.assignments or None, LANGUAGES):
         print(f"wrote {path.relative_to(course.root)}")
     return 0
 

@@ -20,6 +20,7 @@ import pytest
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import REPO, Course, assignment_ids
+from autograder.i18n.catalog import LANGUAGES
 from autograder.pipeline.run import GradingResult
 from tests.support.fixtures import PACKAGED_IN
 
@@ -68,7 +69,7 @@ def built_course(tmp_path_factory: pytest.TempPathFactory) -> Course:
     """A course whose sources and student notebooks were built from solutions/ (not notebooks/)."""
     root = tmp_path_factory.mktemp("course")
     course = Course.at(root, release=root / "release")
-    build(course)
+    build(course, languages=LANGUAGES)
     return course
 
 
