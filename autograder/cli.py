@@ -46,6 +46,45 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _translate(args: argparse.Namespace) -> int:
+    """Keeps the prose catalogs of an edition up to date (docs/i18n.md)."""
+    from autograder.course import assignment_ids
+    from autograder.i18n import catalog, markers
+
+    course = Course.repository()
+    assignments = args.assignments or assignment_ids(course)
+    if args.action in ("import", "export") and len(assignments) != 1:
+        raise AutograderError(f"translate {args.action} takes one assignment id")
+    if args.action == "import":
+        done = markers.import_(course, assignments[0], args.lang, args.file, args.english)
+        print(
+            f"{assignments[0]}: {len(done.translated)} cell(s) translated, "
+            f"{len(done.fuzzy)} fuzzy (the English changed since: {done.fuzzy or 'none'}), "
+            f"{len(done.unknown)} not markdown cells of the source ({done.unknown or 'none'})"
+        )
+        return 0
+    if args.action == "export":
+        count = markers.export(course, assignments[0], args.lang, args.file)
+        print(
+            f"{assignments[0]}: {count} cell(s) to translate"
+            + (f" in {args.file}" if count else "")
+        )
+        return 0
+    left = 0
+    for assignment in assignments:
+        cells = catalog.prose_cells(course, assignment)
+        if args.action == "update":
+            found = catalog.update(course, assignment, args.lang)
+        else:  # status only reads
+            found = catalog.read(catalog.catalog_path(course, assignment, args.lang), args.lang)
+        work = catalog.missing(found, cells)
+        left += len(work)
+        print(f"{assignment}: {len(cells) - len(work)} of {len(cells)} cells translated")
+        for cell, why in work if args.action == "status" else []:
+            print(f"  cell {cell.index} ({cell.first_line!r}): {why}")
+    return 1 if left and args.action == "status" else 0
+
+
 def _check(args: argparse.Namespace) -> int:
     """Checks notebooks as the grader grades them (or their visible tests only).
 
@@ -600,6 +639,22 @@ def parser() -> argparse.ArgumentParser:
     build_cmd = commands.add_parser("build", help="solutions/ -> build/source -> notebooks/")
     build_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
     build_cmd.set_defaults(run=_build)
+
+    translate_cmd = commands.add_parser(
+        "translate",
+        help="update an edition's prose catalogs from solutions/ (update, status), or hand "
+        "cells to a translator and back (export FOLDER, import FILE)",
+    )
+    translate_cmd.add_argument("action", choices=("update", "status", "export", "import"))
+    translate_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
+    translate_cmd.add_argument("--lang", default="zh-CN", help="the edition (default: zh-CN)")
+    translate_cmd.add_argument(
+        "--file", type=Path, help="export: the folder to write; import: the translated file"
+    )
+    translate_cmd.add_argument(
+        "--english", type=Path, help="import: the English the translator worked from (en.md)"
+    )
+    translate_cmd.set_defaults(run=_translate)
 
     check_cmd = commands.add_parser(
         "check",

@@ -97,7 +97,7 @@ def import_(
         entry = catalog[source]
         entry.string = text
         old = before.get(index, source)
-        if old == source:
+        if old.strip("\n") == source.strip("\n"):  # the file keeps no blank edge lines
             entry.flags.discard("fuzzy")
             entry.previous_id = []
             done.append(index)
