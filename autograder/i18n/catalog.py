@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import datetime
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
 from babel.messages.catalog import Catalog
-from babel.messages.pofile import read_po, write_po
+from babel.messages.pofile import denormalize, read_po, write_po
 
 from autograder.course import Course
 from autograder.errors import AutograderError
@@ -113,7 +114,33 @@ def read(path: Path, language: str) -> Catalog:
     with path.open("rb") as handle:
         catalog = read_po(handle, locale=babel_locale(language), abort_invalid=True)
     catalog.fuzzy = False
+    for msgid, previous in _previous_ids(path.read_text(encoding="utf-8")).items():
+        if msgid in catalog:
+            catalog[msgid].previous_id = [previous]
     return catalog
+
+
+def _previous_ids(text: str) -> dict[str, str]:
+    """Each fuzzy entry's previous English (``#| msgid``), by its msgid.
+
+    Babel writes these lines but does not read them back; without this, the next
+    ``update`` would drop the English a fuzzy translation was made from.
+    """
+    found = {}
+    for block in re.split(r"\n\s*\n", text):
+        lines = block.splitlines()
+        previous = [line[3:] for line in lines if line.startswith("#| ")]
+        if not previous or not previous[0].startswith("msgid "):
+            continue
+        msgid: list[str] = []
+        for line in lines:
+            if line.startswith("msgid ") or (msgid and line.startswith('"')):
+                msgid.append(line.removeprefix("msgid "))
+            elif msgid:
+                break
+        old = [line.removeprefix("msgid ") for line in previous]
+        found[denormalize("\n".join(msgid))] = denormalize("\n".join(old))
+    return found
 
 
 def write(catalog: Catalog, path: Path) -> bool:
@@ -138,11 +165,15 @@ def update(course: Course, assignment: str, language: str) -> Catalog:
     """
     path = catalog_path(course, assignment, language)
     catalog = read(path, language)
+    previous = {message.id: message.previous_id for message in catalog if message.previous_id}
     catalog.update(
         template(prose_cells(course, assignment), language),
         update_header_comment=False,
         update_creation_date=False,
     )
+    for message in catalog:  # Babel keeps a fuzzy flag over an update, not its English
+        if message.fuzzy and not message.previous_id and message.id in previous:
+            message.previous_id = previous[message.id]
     # Babel rebuilds the entries in the template's order: the cells' order.
     write(catalog, path)
     return catalog
