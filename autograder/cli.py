@@ -52,6 +52,12 @@ def _translate(args: argparse.Namespace) -> int:
     from autograder.i18n import catalog, markers
 
     course = Course.repository()
+    if args.action == "messages":
+        from autograder.i18n import messages
+
+        left = messages.untranslated(messages.update(args.lang))
+        print(f"{messages.catalog_path(args.lang).name}: {len(left)} message(s) to translate")
+        return 0
     assignments = args.assignments or assignment_ids(course)
     if args.action in ("import", "export") and len(assignments) != 1:
         raise AutograderError(f"translate {args.action} takes one assignment id")
@@ -645,7 +651,9 @@ def parser() -> argparse.ArgumentParser:
         help="update an edition's prose catalogs from solutions/ (update, status), or hand "
         "cells to a translator and back (export FOLDER, import FILE)",
     )
-    translate_cmd.add_argument("action", choices=("update", "status", "export", "import"))
+    translate_cmd.add_argument(
+        "action", choices=("update", "status", "export", "import", "messages")
+    )
     translate_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
     translate_cmd.add_argument("--lang", default="zh-CN", help="the edition (default: zh-CN)")
     translate_cmd.add_argument(

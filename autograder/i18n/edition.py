@@ -17,13 +17,14 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from autograd_pitfalls.messages import (
+    ENGLISH,
+    LANGUAGE_KEY,
+    METADATA_KEY,
+    language_of_metadata,
+)
 from autograder.course import Course
 from autograder.i18n.catalog import TranslationError, prose_cells, translations
-
-# The notebook metadata that names a notebook's edition: {"autograd_pitfalls": {"language": ...}}.
-METADATA_KEY = "autograd_pitfalls"
-LANGUAGE_KEY = "language"
-ENGLISH = "en"
 
 
 def release_folder(course: Course, language: str) -> Path:
@@ -38,9 +39,7 @@ def edition_notebook(course: Course, assignment: str, language: str) -> Path:
 
 def language_of(notebook: NotebookNode) -> str:
     """The edition a notebook belongs to, from its metadata (``"en"`` when it names none)."""
-    about = notebook.get("metadata", {}).get(METADATA_KEY, {})
-    language = about.get(LANGUAGE_KEY) if isinstance(about, dict) else None
-    return language if isinstance(language, str) and language else ENGLISH
+    return language_of_metadata(notebook.get("metadata", {}))
 
 
 def language_of_file(path: Path) -> str:

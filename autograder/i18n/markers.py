@@ -16,21 +16,19 @@ from autograder.course import Course
 from autograder.i18n import catalog as catalogs
 from autograder.i18n.catalog import TranslationError
 
-_MARKER = re.compile(r"^@@@ cell (\d+) @@@$", re.M)
+
+def marker(index: int, kind: str = "cell") -> str:
+    """The line before cell ``index``'s text (message ``index``'s, in a message file)."""
+    return f"@@@ {kind} {index} @@@"
 
 
-def marker(index: int) -> str:
-    """The line before cell ``index``'s text."""
-    return f"@@@ cell {index} @@@"
-
-
-def parse(text: str, name: str = "the file") -> dict[int, str]:
+def parse(text: str, name: str = "the file", kind: str = "cell") -> dict[int, str]:
     """The cells of a marker file, by index (each text without its surrounding blank lines).
 
     Raises:
         TranslationError: If there is text before the first marker or a cell twice.
     """
-    parts = _MARKER.split(text)
+    parts = re.split(rf"^@@@ {kind} (\d+) @@@$", text, flags=re.M)
     if parts[0].strip():
         raise TranslationError(f"{name}: text before the first `@@@ cell N @@@` line")
     cells: dict[int, str] = {}
@@ -42,9 +40,9 @@ def parse(text: str, name: str = "the file") -> dict[int, str]:
     return cells
 
 
-def render(cells: dict[int, str]) -> str:
+def render(cells: dict[int, str], kind: str = "cell") -> str:
     """A marker file of ``cells`` (index -> text), in index order."""
-    return "".join(f"{marker(index)}\n{text}\n\n" for index, text in sorted(cells.items()))
+    return "".join(f"{marker(index, kind)}\n{text}\n\n" for index, text in sorted(cells.items()))
 
 
 @dataclass(frozen=True)
