@@ -10,6 +10,8 @@ keeps what must stay verbatim (code, math, URLs, headings), and the terminology 
 from __future__ import annotations
 
 import collections
+import csv
+import html
 import re
 import shutil
 from pathlib import Path
@@ -17,11 +19,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograd_pitfalls.messages import translate
 from autograder.authoring.build import BuildError, build
+from autograder.authoring.wrong_answers import FIXTURES
 from autograder.course import REPO, Course, assignment_ids
 from autograder.i18n import catalog, markers
 from autograder.i18n.catalog import LANGUAGES, TranslationError
 from autograder.i18n.edition import edition_notebook, language_of
+from tests.support.fixtures import (
+    edition_folder,
+    edition_student_id,
+    edition_students,
+    fixture_notebooks,
+)
 
 ASSIGNMENTS = assignment_ids()
 TERMS = REPO / "docs" / "terms.zh-CN.md"
@@ -249,3 +259,67 @@ def test_terminology_check_finds_a_missing_and_a_rejected_rendering():
     assert term_problems([good], table) == []
     assert term_problems([missing], table) == ["b: 'in-place operation' without 原地操作"]
     assert "c: rejected '叶张量'" in term_problems([rejected], table)
+
+
+# --- the zh-CN fixtures, graded with the class -------------------------------------------
+
+
+def _expected(assignment: str) -> dict[str, dict[str, str]]:
+    with (FIXTURES / assignment / "expected_scores.csv").open() as handle:
+        return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_edition_has_perfect_blank_and_three_wrong_fixtures(built_course, assignment):
+    for language in LANGUAGES:
+        students = edition_students(assignment)
+        assert students[:2] == ["perfect", "blank"] and len(students) >= 5
+        notebooks = fixture_notebooks(
+            built_course,
+            assignment,
+            student_notebook=edition_notebook(built_course, assignment, language),
+        )
+        for student in students:
+            committed = edition_folder(assignment, language) / student / f"{assignment}.ipynb"
+            assert committed.is_file(), f"{committed} is missing: run `make fixtures`"
+            notebook = nbformat.read(committed, as_version=4)
+            assert notebook == notebooks[student], f"{committed} is stale: run `make fixtures`"
+            assert language_of(notebook) == language
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_edition_fixtures_get_the_scores_of_their_english_twins(graded, assignment, language):
+    rows = {row["student_id"]: row for row in graded[assignment].rows}
+    expected = _expected(assignment)
+    for student in edition_students(assignment):
+        row = rows[edition_student_id(language, student)]
+        got = {column: row[column] for column in expected[student] if column != "student_id"}
+        want = {column: value for column, value in expected[student].items() if column in got}
+        assert {k: float(v) for k, v in got.items()} == {k: float(v) for k, v in want.items()}, (
+            f"{assignment}/{language}/{student}: {row['message']}"
+        )
+        assert row["status"] == "ok", f"{student}: {row['message']}"
+
+
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_edition_feedback_is_in_the_learners_language(built_course, graded, assignment):
+    """The zh-CN feedback: Chinese prose, and the grader's and tests' messages in Chinese."""
+    folder = built_course.root / "feedback"
+    student = edition_student_id("zh-CN", "blank")
+    page = html.unescape((folder / student / assignment / f"{assignment}.html").read_text())
+    assert len(CHINESE.findall(page)) > 1000  # the prose
+    not_answered = translate("q1: not judged: the exercise is not answered yet", "zh-CN")
+    assert CHINESE.search(not_answered) and not_answered in page
+    assert "not judged: the exercise is not answered yet" not in page
+    for student in edition_students(assignment)[2:]:
+        page = folder / edition_student_id("zh-CN", student) / assignment / f"{assignment}.html"
+        text = html.unescape(page.read_text())
+        errors = re.findall(r"AssertionError: ([^\n<]+)", text)
+        assert errors, f"{student}: no failing test in its feedback"
+        assert any(CHINESE.search(error) for error in errors), f"{student}: {errors[:3]}"

@@ -121,20 +121,40 @@ def translate(text: str, language: str, depth: int = _DEPTH) -> str:
     """
     if language == ENGLISH or not text.strip() or depth < 0:
         return text
-    for pattern, translated in _entries(language):
-        found = pattern.fullmatch(text)
-        if found:
-            values = {
-                int(name[1:]): translate(value, language, depth - 1)
-                for name, value in found.groupdict().items()
-            }
-            return _fill(translated, values)
+    entries = _entries(language)
+    specific = [entry for entry in entries if not _generic(entry[0].pattern)]
+    found = _first_match(specific, text, language, depth)
+    if found is not None:
+        return found
     for separator in ("\n", "; "):  # several messages: each on its own
         if separator in text:
             return separator.join(
                 translate(part, language, depth) for part in text.split(separator)
             )
-    return text
+    generic = [entry for entry in entries if _generic(entry[0].pattern)]
+    found = _first_match(generic, text, language, depth)
+    return text if found is None else found
+
+
+def _generic(pattern: str) -> bool:
+    """Whether a template is mostly values (``{0}: {1}``): tried after splitting messages."""
+    return sum(char.isalpha() for char in re.sub(r"\(\?P[^)]*\)", "", pattern)) < 3
+
+
+def _first_match(entries, text: str, language: str, depth: int) -> str | None:
+    for pattern, translated in entries:
+        found = pattern.fullmatch(text)
+        if not found:
+            continue
+        values = {}
+        for name, value in found.groupdict().items():
+            said = translate(value, language, depth - 1)
+            if "; " in value and said == value:
+                break  # a value that spans two messages: this template is not the one
+            values[int(name[1:])] = said
+        else:
+            return _fill(translated, values)
+    return None
 
 
 def language_of_metadata(metadata: dict) -> str:
