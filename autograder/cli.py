@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -102,6 +103,8 @@ def _check(args: argparse.Namespace) -> int:
     notebooks = [Path(name) for name in args.notebooks]
     if not notebooks:
         workspace = default_workspace()
+        if args.lang != "en":  # an edition's notebooks: <workspace>/<language>/ (make lab)
+            workspace = workspace / args.lang
         notebooks = workspace_notebooks(workspace) if workspace.is_dir() else []
         if not notebooks:
             raise AutograderError(
@@ -584,7 +587,19 @@ def _workspace(args: argparse.Namespace) -> Path:
 def _lab(args: argparse.Namespace) -> int:
     from autograder.learner.lab import start_lab
 
-    return start_lab(_workspace(args), args.port, args.token, args.jupyter_args)
+    return start_lab(_workspace(args), args.port, args.token, args.jupyter_args, language=args.lang)
+
+
+def _sane_locale() -> None:
+    """Replaces a LANG that names a course edition (``make lab LANG=zh-CN``) with a locale.
+
+    make hands its LANG to the commands it runs, and ``zh-CN`` is no locale: a program
+    started from here would warn that it cannot set it (or fall back to ASCII).
+    """
+    from autograder.i18n.catalog import LANGUAGES
+
+    if os.environ.get("LANG") in LANGUAGES:
+        os.environ["LANG"] = "C.UTF-8"
 
 
 def _changes(args: argparse.Namespace) -> int:
@@ -674,6 +689,9 @@ def parser() -> argparse.ArgumentParser:
         nargs="*",
         help="notebook files to check (default: every notebook of your workspace)",
     )
+    check_cmd.add_argument(
+        "--lang", default="en", help="the edition whose workspace to check (en, zh-CN)"
+    )
     check_cmd.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     check_cmd.add_argument(
         "--visible-only",
@@ -738,6 +756,12 @@ def parser() -> argparse.ArgumentParser:
         "use; other options go to jupyter lab)",
     )
     _add_workspace_option(lab_cmd)
+    lab_cmd.add_argument(
+        "--lang",
+        default="en",
+        help="the edition: en (default) or zh-CN (its notebooks in <workspace>/zh-CN/, "
+        "JupyterLab in Chinese)",
+    )
     lab_cmd.add_argument("--port", type=int, help="the port to serve on (default: 8888 or next)")
     lab_cmd.add_argument(
         "--token",
@@ -781,6 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         log.addHandler(handler)
         log.propagate = False
+    _sane_locale()
     command_line = parser()
     args, unknown = command_line.parse_known_args(argv)
     if unknown and args.command != "lab":

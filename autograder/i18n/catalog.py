@@ -114,6 +114,8 @@ def read(path: Path, language: str) -> Catalog:
     with path.open("rb") as handle:
         catalog = read_po(handle, locale=babel_locale(language), abort_invalid=True)
     catalog.fuzzy = False
+    for message in catalog:  # Babel reads "#| msgid" as a comment of the translator's
+        message.user_comments = [c for c in message.user_comments if not c.startswith("|")]
     for msgid, previous in _previous_ids(path.read_text(encoding="utf-8")).items():
         if msgid in catalog:
             catalog[msgid].previous_id = [previous]

@@ -74,6 +74,9 @@ class _Template:
         if isinstance(node, ast.JoinedStr):
             return "".join(self.build(part, depth) for part in node.values)
         if isinstance(node, ast.FormattedValue):
+            named = isinstance(node.value, ast.Name) and node.value.id in self.names
+            if named and node.conversion == -1 and node.format_spec is None:
+                return self.build(node.value, depth)  # f"{where}: ..." with where a string
             return self._value(node.value)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.build(node.left, depth) + self.build(node.right, depth)
@@ -93,8 +96,17 @@ def _string_assignments(tree: ast.AST) -> dict[str, ast.expr]:
         if isinstance(node, ast.Assign)
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.Constant | ast.JoinedStr | ast.BinOp)
+        and _is_text(node.value)
     }
+
+
+def _is_text(node: ast.expr) -> bool:
+    """Whether an expression builds a string from literal text (not a number's sum)."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    return isinstance(node, ast.BinOp) and (_is_text(node.left) or _is_text(node.right))
 
 
 def _messages(source: str, tree: ast.AST, every_raise: bool) -> Iterator[tuple[str, str]]:

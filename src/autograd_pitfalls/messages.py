@@ -223,7 +223,9 @@ def show_errors_in_language(language: str | None = None) -> bool:
     def handler(shell, kind, error, traceback, tb_offset=None):
         if error.args and isinstance(error.args[0], str):
             error.args = (translate(error.args[0], language), *error.args[1:])
-        return shell.InteractiveTB.structured_traceback(kind, error, traceback, tb_offset=tb_offset)
+        # IPython leaves the display to a custom handler: shown as any error is.
+        shell.showtraceback((kind, error, traceback), tb_offset=tb_offset)
+        return []
 
     shell.set_custom_exc((AssertionError, NotImplementedError), handler)
     return True
