@@ -23,8 +23,16 @@ from autograd_pitfalls.messages import (
     METADATA_KEY,
     language_of_metadata,
 )
+from autograd_pitfalls.messages import translate as translate_message
 from autograder.course import Course
 from autograder.i18n.catalog import TranslationError, prose_cells, translations
+
+
+# Added to the first cell of another edition's notebooks (a template of the message catalog).
+HELPERS_STAY_ENGLISH = (
+    "The reports the course's helpers print (diagnose, compare, the linter) and PyTorch's own "
+    "messages stay in English; the tests' and the grader's messages are translated."
+)
 
 
 def release_folder(course: Course, language: str) -> Path:
@@ -66,6 +74,7 @@ def translate(
             built from another source than the catalog was checked against).
     """
     result = copy.deepcopy(notebook)
+    note = translate_message(HELPERS_STAY_ENGLISH, language)
     for index, cell in enumerate(result.cells):
         if cell.cell_type != "markdown":
             continue
@@ -73,6 +82,9 @@ def translate(
             first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
             raise TranslationError(f"{name}: cell {index} ({first[:60]!r}) has no translation")
         cell.source = translated[cell.source]
+        if note:
+            cell.source = f"{cell.source.rstrip()}\n\n*{note}*"
+            note = ""
     result.metadata[METADATA_KEY] = {LANGUAGE_KEY: language}
     return result
 
