@@ -14,10 +14,16 @@ help: ## List the targets
 setup: $(SETUP) ## Install graphviz, bubblewrap and chromium (if missing) and the project into .venv
 
 $(SETUP): pyproject.toml scripts/bootstrap.py
-	python3 scripts/bootstrap.py
+	$(LOCALE) python3 scripts/bootstrap.py
 
-lab: $(SETUP) ## Start JupyterLab on your workspace/ (made from notebooks/); PORT=, TOKEN= optional
-	@$(PYTHON) -m autograder lab $(if $(PORT),--port $(PORT)) $(if $(filter-out undefined,$(origin TOKEN)),--token '$(TOKEN)')
+# LANG given on make's command line is the course's edition (LANG=zh-CN); LANG from the
+# environment is the locale, and means English.
+EDITION = $(if $(filter command line,$(origin LANG)),--lang '$(LANG)')
+# ...and the commands make runs then get a locale that exists instead (zh-CN is none).
+LOCALE = $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8)
+
+lab: $(SETUP) ## Start JupyterLab on your workspace/ (made from notebooks/); PORT=, TOKEN=, LANG=zh-CN optional
+	@$(LOCALE) $(PYTHON) -m autograder lab $(EDITION) $(if $(PORT),--port $(PORT)) $(if $(filter-out undefined,$(origin TOKEN)),--token '$(TOKEN)')
 
 test: $(SETUP) ## Run every test: helpers, notebooks, build, grading pipeline
 	$(PYTHON) -m pytest
@@ -25,8 +31,8 @@ test: $(SETUP) ## Run every test: helpers, notebooks, build, grading pipeline
 notebooks: $(SETUP) ## Regenerate notebooks/ from solutions/
 	$(PYTHON) -m autograder build
 
-check: $(SETUP) ## Grade your notebooks as the grader does (all of workspace/, or NB=path); STRICT=1 to exit 1 while one fails
-	@$(PYTHON) -m autograder check $(if $(STRICT),,--exit-zero) $(NB)
+check: $(SETUP) ## Grade your notebooks as the grader does (all of workspace/, or NB=path; LANG=zh-CN: workspace/zh-CN/); STRICT=1 to exit 1 while one fails
+	@$(LOCALE) $(PYTHON) -m autograder check $(EDITION) $(if $(STRICT),,--exit-zero) $(NB)
 
 changes: $(SETUP) ## Show what a new version of the course changed in the exercises you answered
 	@$(PYTHON) -m autograder changes

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -38,11 +39,57 @@ def _print_error(message: str) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from autograder.authoring.build import build
+    from autograder.i18n.catalog import LANGUAGES
 
     course = Course.repository()
-    for path in build(course, args.assignments or None):
+    for path in build(course, args.assignments or None, LANGUAGES):
         print(f"wrote {path.relative_to(course.root)}")
     return 0
+
+
+def _translate(args: argparse.Namespace) -> int:
+    """Keeps the prose catalogs of an edition up to date (docs/i18n.md)."""
+    from autograder.course import assignment_ids
+    from autograder.i18n import catalog, markers
+
+    course = Course.repository()
+    if args.action == "messages":
+        from autograder.i18n import messages
+
+        left = messages.untranslated(messages.update(args.lang))
+        print(f"{messages.catalog_path(args.lang).name}: {len(left)} message(s) to translate")
+        return 0
+    assignments = args.assignments or assignment_ids(course)
+    if args.action in ("import", "export") and len(assignments) != 1:
+        raise AutograderError(f"translate {args.action} takes one assignment id")
+    if args.action == "import":
+        done = markers.import_(course, assignments[0], args.lang, args.file, args.english)
+        print(
+            f"{assignments[0]}: {len(done.translated)} cell(s) translated, "
+            f"{len(done.fuzzy)} fuzzy (the English changed since: {done.fuzzy or 'none'}), "
+            f"{len(done.unknown)} not markdown cells of the source ({done.unknown or 'none'})"
+        )
+        return 0
+    if args.action == "export":
+        count = markers.export(course, assignments[0], args.lang, args.file)
+        print(
+            f"{assignments[0]}: {count} cell(s) to translate"
+            + (f" in {args.file}" if count else "")
+        )
+        return 0
+    left = 0
+    for assignment in assignments:
+        cells = catalog.prose_cells(course, assignment)
+        if args.action == "update":
+            found = catalog.update(course, assignment, args.lang)
+        else:  # status only reads
+            found = catalog.read(catalog.catalog_path(course, assignment, args.lang), args.lang)
+        work = catalog.missing(found, cells)
+        left += len(work)
+        print(f"{assignment}: {len(cells) - len(work)} of {len(cells)} cells translated")
+        for cell, why in work if args.action == "status" else []:
+            print(f"  cell {cell.index} ({cell.first_line!r}): {why}")
+    return 1 if left and args.action == "status" else 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -56,6 +103,8 @@ def _check(args: argparse.Namespace) -> int:
     notebooks = [Path(name) for name in args.notebooks]
     if not notebooks:
         workspace = default_workspace()
+        if args.lang != "en":  # an edition's notebooks: <workspace>/<language>/ (make lab)
+            workspace = workspace / args.lang
         notebooks = workspace_notebooks(workspace) if workspace.is_dir() else []
         if not notebooks:
             raise AutograderError(
@@ -538,7 +587,19 @@ def _workspace(args: argparse.Namespace) -> Path:
 def _lab(args: argparse.Namespace) -> int:
     from autograder.learner.lab import start_lab
 
-    return start_lab(_workspace(args), args.port, args.token, args.jupyter_args)
+    return start_lab(_workspace(args), args.port, args.token, args.jupyter_args, language=args.lang)
+
+
+def _sane_locale() -> None:
+    """Replaces a LANG that names a course edition (``make lab LANG=zh-CN``) with a locale.
+
+    make hands its LANG to the commands it runs, and ``zh-CN`` is no locale: a program
+    started from here would warn that it cannot set it (or fall back to ASCII).
+    """
+    from autograder.i18n.catalog import LANGUAGES
+
+    if os.environ.get("LANG") in LANGUAGES:
+        os.environ["LANG"] = "C.UTF-8"
 
 
 def _changes(args: argparse.Namespace) -> int:
@@ -600,6 +661,24 @@ def parser() -> argparse.ArgumentParser:
     build_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
     build_cmd.set_defaults(run=_build)
 
+    translate_cmd = commands.add_parser(
+        "translate",
+        help="update an edition's prose catalogs from solutions/ (update, status), or hand "
+        "cells to a translator and back (export FOLDER, import FILE)",
+    )
+    translate_cmd.add_argument(
+        "action", choices=("update", "status", "export", "import", "messages")
+    )
+    translate_cmd.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
+    translate_cmd.add_argument("--lang", default="zh-CN", help="the edition (default: zh-CN)")
+    translate_cmd.add_argument(
+        "--file", type=Path, help="export: the folder to write; import: the translated file"
+    )
+    translate_cmd.add_argument(
+        "--english", type=Path, help="import: the English the translator worked from (en.md)"
+    )
+    translate_cmd.set_defaults(run=_translate)
+
     check_cmd = commands.add_parser(
         "check",
         help="grade notebooks as the grader does (visible tests and hidden checks) and report "
@@ -609,6 +688,9 @@ def parser() -> argparse.ArgumentParser:
         "notebooks",
         nargs="*",
         help="notebook files to check (default: every notebook of your workspace)",
+    )
+    check_cmd.add_argument(
+        "--lang", default="en", help="the edition whose workspace to check (en, zh-CN)"
     )
     check_cmd.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     check_cmd.add_argument(
@@ -674,6 +756,12 @@ def parser() -> argparse.ArgumentParser:
         "use; other options go to jupyter lab)",
     )
     _add_workspace_option(lab_cmd)
+    lab_cmd.add_argument(
+        "--lang",
+        default="en",
+        help="the edition: en (default) or zh-CN (its notebooks in <workspace>/zh-CN/, "
+        "JupyterLab in Chinese)",
+    )
     lab_cmd.add_argument("--port", type=int, help="the port to serve on (default: 8888 or next)")
     lab_cmd.add_argument(
         "--token",
@@ -717,6 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         log.addHandler(handler)
         log.propagate = False
+    _sane_locale()
     command_line = parser()
     args, unknown = command_line.parse_known_args(argv)
     if unknown and args.command != "lab":

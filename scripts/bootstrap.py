@@ -45,16 +45,18 @@ def ensure_graphviz() -> None:
         sys.exit(GRAPHVIZ_HINT)
 
 
-def install_optional(package: str, program: str, without_it: str) -> None:
+def install_optional(package: str, program: str, without_it: str, present=None) -> None:
     """Installs a Debian package when ``program`` is missing and we are root with apt.
 
     Args:
         package: The Debian package.
         program: The command it provides, looked up on PATH.
         without_it: What happens without it, printed when it cannot be installed.
+        present: Says whether what the package provides is there, when it is no command.
     """
+    present = present or (lambda: bool(shutil.which(program)))
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if shutil.which(program) or not (is_root and shutil.which("apt-get")):
+    if present() or not (is_root and shutil.which("apt-get")):
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]
@@ -63,7 +65,7 @@ def install_optional(package: str, program: str, without_it: str) -> None:
         # The package lists may be missing on a fresh machine.
         subprocess.run(["apt-get", "update", "-qq"], env=env, check=False)
         subprocess.run(command, env=env, check=False)
-    if not shutil.which(program):
+    if not present():
         print(f"{package} could not be installed: {without_it}.")
 
 
@@ -82,6 +84,27 @@ def ensure_chromium() -> None:
     Playwright's own browser download is not used: it needs a network this may not have.
     """
     install_optional("chromium", "chromium", "the browser test will be skipped")
+
+
+def has_chinese_font() -> bool:
+    """Whether fontconfig knows a font with Chinese characters."""
+    if not shutil.which("fc-list"):
+        return False
+    listed = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False)
+    return bool(listed.stdout.strip())
+
+
+def ensure_chinese_font() -> None:
+    """Installs a small Chinese font (for the zh-CN browser test's screenshots) if none is there.
+
+    Optional: without it the zh-CN screenshots show boxes where Chinese characters go.
+    """
+    install_optional(
+        "fonts-wqy-microhei",
+        "",
+        "the zh-CN screenshots will show boxes for Chinese characters",
+        present=has_chinese_font,
+    )
 
 
 def ensure_venv() -> None:
@@ -107,10 +130,11 @@ def ensure_venv() -> None:
 
 
 def ensure_system_packages() -> None:
-    """Installs graphviz, bubblewrap and chromium if needed (apt allows one install at a time)."""
+    """Installs graphviz, bubblewrap, chromium and a Chinese font if needed (one apt at a time)."""
     ensure_graphviz()
     ensure_bubblewrap()
     ensure_chromium()
+    ensure_chinese_font()
 
 
 def main() -> None:

@@ -20,8 +20,14 @@ import pytest
 from autograder.authoring.build import build
 from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import REPO, Course, assignment_ids
+from autograder.i18n.catalog import LANGUAGES
 from autograder.pipeline.run import GradingResult
-from tests.support.fixtures import PACKAGED_IN
+from tests.support.fixtures import (
+    PACKAGED_IN,
+    edition_folder,
+    edition_student_id,
+    edition_students,
+)
 
 ASSIGNMENTS = assignment_ids()
 # Grading the class alone takes about five minutes on two idle cores.
@@ -68,18 +74,26 @@ def built_course(tmp_path_factory: pytest.TempPathFactory) -> Course:
     """A course whose sources and student notebooks were built from solutions/ (not notebooks/)."""
     root = tmp_path_factory.mktemp("course")
     course = Course.at(root, release=root / "release")
-    build(course)
+    build(course, languages=LANGUAGES)
     return course
 
 
 @pytest.fixture(scope="session")
 def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each assignment's fixtures, a corrupt and an empty submission (and, in
-    :data:`PACKAGED_IN`, a zipped and a single-file one)."""
+    """Each assignment's fixtures (its editions' too), a corrupt and an empty submission
+    (and, in :data:`PACKAGED_IN`, a zipped and a single-file one)."""
     folders = {}
     for assignment in ASSIGNMENTS:
         folder = tmp_path_factory.mktemp(f"submissions-{assignment}")
         shutil.copytree(submissions_folder(assignment), folder, dirs_exist_ok=True)
+        # Each edition's fixtures are graded in the same batch, as students of their own
+        # (zh-CN_perfect...): one grader for both editions, and no second run to wait for.
+        for language in LANGUAGES:
+            for student in edition_students(assignment):
+                shutil.copytree(
+                    edition_folder(assignment, language) / student,
+                    folder / edition_student_id(language, student),
+                )
         (folder / "corrupt_json").mkdir()
         (folder / "corrupt_json" / f"{assignment}.ipynb").write_text('{"cells": [')
         (folder / "empty_folder").mkdir()

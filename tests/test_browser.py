@@ -427,3 +427,106 @@ def test_browser_session_left_the_server_log_clean(lab):
         if line.startswith(("[E ", "[W ")) or "Traceback" in line
     ]
     assert not problems, "\n".join(problems)
+
+
+# --- the zh-CN edition: last, in a JupyterLab of its own ---------------------------------
+
+# What the zh-CN interface and notebook show where the English ones show "| Idle", the
+# Run menu, the stub's error and the summary (the language pack's and the catalogs' words).
+ZH_IDLE = "| 空闲"
+ZH_RUN, ZH_RUN_ALL = "运行", "运行所有单元格"
+
+
+@pytest.fixture(scope="module")
+def lab_zh_cn(tmp_path_factory) -> Iterator[tuple[str, Path, Path]]:
+    """JupyterLab as `make lab LANG=zh-CN` starts it, on a workspace of this test's own."""
+    folder = tmp_path_factory.mktemp("browser-zh-CN")
+    port = _free_port()
+    log = folder / "server.log"
+    command = [sys.executable, "-m", "autograder", "lab", "--lang=zh-CN"]
+    command += [f"--workspace={folder / 'workspace'}", f"--port={port}", f"--token={TOKEN}"]
+    with log.open("w") as handle:
+        server = subprocess.Popen(
+            [*command, "--no-browser"],
+            cwd=REPO,
+            stdout=handle,
+            stderr=handle,
+            env={**os.environ, "LANG": "zh-CN"},  # as make passes it: no locale
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(SERVER_START_TRIES):
+            try:
+                _api(base, "/api/status")
+                break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail(f"JupyterLab did not start:\n{log.read_text()}")
+        yield base, folder / "workspace" / "zh-CN", log
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_zh_cn_notebook_runs_and_validates_in_a_chinese_interface(lab_zh_cn, page):
+    from autograd_pitfalls.messages import translate
+
+    base, root, log = lab_zh_cn
+    browser_page, console_errors = page
+    path = f"{SOLVED}.ipynb"
+    notebook = nbformat.read(root / path, as_version=4)
+    assert notebook.metadata["autograd_pitfalls"]["language"] == "zh-CN"
+    grade_ids = _grade_ids(notebook)
+    browser_page.goto(f"{base}/lab/tree/{path}?reset&token={TOKEN}")
+    browser_page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    browser_page.wait_for_function(
+        f"() => document.body.innerText.includes({ZH_IDLE!r})", timeout=60_000
+    )
+    assert browser_page.locator(".lm-MenuBar-itemLabel", has_text=ZH_RUN).count() == 1
+    _shot(browser_page, f"zh-CN-{SOLVED}-0-opened")
+    browser_page.locator(".jp-NotebookPanel .jp-Cell").first.click()
+    _menu(browser_page, ZH_RUN, ZH_RUN_ALL)
+    _wait_until_idle(browser_page, sum(cell.cell_type == "code" for cell in notebook.cells))
+    cells = _cells(browser_page)
+    tests = [i for i, grade_id in enumerate(grade_ids) if grade_id.endswith("-tests")]
+    stub = translate("Exercise not answered yet: replace this line with your answer.", "zh-CN")
+    for index in tests:  # the visible tests fail, in Chinese
+        text = " ".join(out["text"] for out in cells[index]["outputs"])
+        assert _failed(cells[index]) and stub in text, text[-500:]
+    others = [i for i, cell in enumerate(cells) if cell["code"] and i not in tests]
+    assert not [i for i in others if _failed(cells[i])], "cells outside the tests failed"
+    _shot(browser_page, f"zh-CN-{SOLVED}-1-not-answered", tests[0])
+
+    exercise = grade_ids[tests[0]].removesuffix("-tests")
+    editor = browser_page.locator(".jp-NotebookPanel .jp-Cell").nth(tests[0] - 1)
+    editor.locator(".cm-content").click()
+    browser_page.keyboard.press("Control+a")
+    browser_page.keyboard.insert_text(_reference_answer(SOLVED, f"{exercise}-answer"))
+    browser_page.keyboard.press("Shift+Enter")
+    browser_page.keyboard.press("Shift+Enter")
+    browser_page.wait_for_function(
+        """([index, passed]) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[index]
+             .querySelector('.jp-OutputArea').textContent.includes(passed)""",
+        arg=[tests[0], PASS_LINE],
+        timeout=RUN_TIMEOUT_S * 1000,
+    )
+    browser_page.locator(".jp-ToolbarButtonComponent-label", has_text="Validate").click()
+    dialog = browser_page.locator(".jp-Dialog #validation-message")
+    dialog.wait_for(timeout=RUN_TIMEOUT_S * 1000)
+    text = dialog.inner_text()
+    _shot(browser_page, f"zh-CN-{SOLVED}-2-validate")
+    assert text.startswith(f"{len(tests)} 个练习中有 1 个通过（{exercise}）；尚未通过："), text[
+        :300
+    ]
+    assert "按评分器的方式评分：可见测试和隐藏测试。" in text, text[:500]
+    assert f"{exercise} 2/2 分: 可见测试通过；隐藏测试通过" in text, text[:800]
+    browser_page.locator(".jp-Dialog .jp-mod-accept").click()
+    assert not console_errors, f"browser console errors: {console_errors}"
+    problems = [
+        line
+        for line in log.read_text().splitlines()
+        if line.startswith(("[E ", "[W ")) or "Traceback" in line or "setlocale" in line
+    ]
+    assert not problems, "\n".join(problems)

@@ -10,6 +10,8 @@ import nbformat
 from autograder.authoring.normalize import normalize
 from autograder.course import Course, assignment_ids
 from autograder.errors import AutograderError
+from autograder.i18n.catalog import TranslationError
+from autograder.i18n.edition import write_edition
 
 
 class BuildError(AutograderError):
@@ -68,18 +70,37 @@ def release(course: Course, assignment: str) -> Path:
     return course.student_notebook(assignment)
 
 
-def build(course: Course, assignments: list[str] | None = None) -> list[Path]:
-    """Builds the student notebooks of ``assignments`` (all of them when None).
+def build(
+    course: Course, assignments: list[str] | None = None, languages: tuple[str, ...] = ()
+) -> list[Path]:
+    """Builds the student notebooks of ``assignments`` (all of them when None), every edition.
+
+    Each English student notebook is released by nbgrader; each other edition's is made
+    from it with the prose of its catalog (:mod:`autograder.i18n.edition`).
 
     Args:
         course: The course to build in.
         assignments: Assignment ids; every source in ``solutions/`` when None.
+        languages: The editions besides English to build (``LANGUAGES``: all; grading
+            needs none, and builds none).
 
     Returns:
-        The paths of the student notebooks, in assignment order.
+        The paths of the student notebooks, in assignment order, English first.
+
+    Raises:
+        BuildError: If a source cannot be built, or (once every English notebook is
+            written) an edition's catalog lacks a current translation of a markdown cell:
+            the message names each such cell.
     """
-    built = []
+    built, problems = [], []
     for assignment in assignments or assignment_ids(course):
         write_source_notebook(course, assignment)
         built.append(release(course, assignment))
+        for language in languages:
+            try:
+                built.append(write_edition(course, assignment, language))
+            except TranslationError as error:
+                problems.append(str(error))
+    if problems:
+        raise BuildError("\n".join(problems))
     return built

@@ -27,7 +27,10 @@ from pathlib import Path
 import nbformat
 from nbformat.sign import NotebookNotary
 
+from autograd_pitfalls.messages import ENGLISH
 from autograder.course import REPO
+from autograder.errors import AutograderError
+from autograder.i18n.catalog import LANGUAGES
 from autograder.learner.workspace import baseline_of, prepare, workspace_notebooks
 
 SERVER_EXTENSIONS_OFF = (
@@ -98,6 +101,8 @@ def warm_startup_line(modules: list[str]) -> str:
         "    except Exception:\n"
         "        pass\n"
         "del _warm\n"
+        # The tests' messages in the notebook's language (its metadata names it).
+        "__import__('autograd_pitfalls.messages').messages.show_errors_in_language()\n"
     )
 
 
@@ -145,6 +150,13 @@ def _disable_lab_plugins(plugins: tuple[str, ...]) -> None:
 LAB_SETTINGS = {
     "@jupyterlab/filebrowser-extension:browser": {"showLastModifiedColumn": False},
 }
+
+
+# Inside the workspace (hidden in JupyterLab): the defaults of its JupyterLab's settings.
+LAB_APP_SETTINGS = ".jupyterlab-settings"
+# JupyterLab's interface language, by edition (JupyterLab names locales as gettext does).
+TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
+LAB_LOCALES = {ENGLISH: "en", "zh-CN": "zh_CN"}
 
 
 def _set_lab_defaults(defaults: dict[str, dict[str, object]]) -> None:
@@ -196,6 +208,27 @@ def configure_learner_lab() -> None:
     _disable_lab_plugins(LAB_PLUGINS_OFF)
     _set_lab_defaults(LAB_SETTINGS)
     _write_learner_kernel()
+
+
+def write_lab_settings(workspace: Path, language: str) -> Path:
+    """Writes the defaults of this workspace's JupyterLab: the course's, in its language.
+
+    JupyterLab reads them from ``<workspace>/.jupyterlab-settings/overrides.json`` (its
+    ``app_settings_dir``, given by :func:`lab_command`): per workspace, so an English and
+    a zh-CN JupyterLab can run side by side, each in its language. A learner's own choice
+    (Settings > Language) still wins.
+
+    Returns:
+        The settings folder.
+    """
+    folder = workspace / LAB_APP_SETTINGS
+    locale = {TRANSLATION_PLUGIN: {"locale": LAB_LOCALES.get(language, "en")}}
+    text = json.dumps({**LAB_SETTINGS, **locale}, indent=2) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "overrides.json"
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return folder
 
 
 def lab_command(
@@ -271,6 +304,7 @@ def start_lab(
     port: int | None = None,
     token: str | None = None,
     extra: list[str] | None = None,
+    language: str = ENGLISH,
 ) -> int:
     """Prepares the workspace and JupyterLab, then replaces this process with JupyterLab.
 
@@ -284,14 +318,27 @@ def start_lab(
         token: The token the browser must give (JupyterLab makes one when None; "" for
             none, on a machine nobody else uses).
         extra: More arguments for ``jupyter lab`` (for example ``--no-browser``).
+        language: The edition: ``zh-CN`` works in ``<workspace>/zh-CN/``, made from
+            ``notebooks/zh-CN/`` by the same rules, with JupyterLab in Chinese.
 
     Returns:
         Never returns on success (the process becomes JupyterLab).
+
+    Raises:
+        AutograderError: If the course has no such edition.
     """
+    release = REPO / "notebooks"
+    if language != ENGLISH:
+        if language not in LAB_LOCALES or not (release / language).is_dir():
+            raise AutograderError(
+                f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}"
+            )
+        release, workspace = release / language, workspace / language
     _say("Configuring JupyterLab for self-study (Validate button on, course tools off)...")
     configure_learner_lab()
     first = not workspace.exists()
-    updates = prepare(workspace, REPO / "notebooks")
+    updates = prepare(workspace, release)
+    settings = write_lab_settings(workspace, language)
     notebooks = workspace_notebooks(workspace)
     trust_notebooks([update.path for update in updates])
     where = _shown(workspace)
@@ -310,7 +357,7 @@ def start_lab(
         if any(update.action == "beside" for update in updates):
             _say("  `make changes` shows what changed in the exercises you answered.")
     opened = notebook_to_open(workspace)
-    options = list(extra or [])
+    options = [f"--LabApp.app_settings_dir={settings}", *(extra or [])]
     if port is not None:
         options.append(f"--ServerApp.port={port}")
     if token is not None:

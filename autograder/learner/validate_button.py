@@ -33,6 +33,7 @@ from jupyter_server.utils import url_path_join
 from nbgrader.server_extensions.validate_assignment import handlers as NBGRADER_HANDLERS  # noqa: N812
 from tornado import web
 
+from autograd_pitfalls.messages import ENGLISH, translate
 from autograder.course import REPO
 from autograder.learner.summary import exercise_summary
 
@@ -50,6 +51,19 @@ DIALOG_STYLE = """
 #validation-message .ap-verdict .ap-why { display: block; font-family: var(--jp-code-font-family);
   white-space: pre-wrap; overflow-wrap: break-word; margin: 0.2em 0 0 1em; }
 """
+
+
+# The dialog's sentences as templates of the message catalog (autograder/i18n/messages.py).
+MESSAGES = (
+    "not answered yet",
+    "visible tests fail",
+    "visible tests pass",
+    "Visible tests only: the hidden checks do not run here.",
+    "Graded as the grader grades it: visible tests and hidden checks.",
+    "Points:",
+    "The grader's status: {0}: {1}",
+    "{0}: this locked cell was edited; the grader uses the course's version instead.",
+)
 
 
 def _exercise_state(exercise: dict[str, Any]) -> str:
@@ -73,6 +87,11 @@ def dialog_answer(verdict: dict[str, Any]) -> dict[str, Any]:
         ``{"failed": [entry]}`` with the summary as the entry's source and the exercises
         as its HTML.
     """
+    language = verdict.get("language", ENGLISH)
+
+    def said(text: str) -> str:
+        return translate(text, language)
+
     exercises = verdict["exercises"]
     passed = [e["exercise"] for e in exercises if e["score"] >= e["max_score"]]
     failing = [e["exercise"] for e in exercises if e["score"] < e["max_score"]]
@@ -80,27 +99,34 @@ def dialog_answer(verdict: dict[str, Any]) -> dict[str, Any]:
     if not failing and verdict["status"] == "ok" and not changed:
         return {}
     if verdict["message"] == "visible tests only":
-        how = "Visible tests only: the hidden checks do not run here."
+        how = said("Visible tests only: the hidden checks do not run here.")
     else:
-        how = "Graded as the grader grades it: visible tests and hidden checks."
+        how = said("Graded as the grader grades it: visible tests and hidden checks.")
     points = f"{verdict['score']:g}/{verdict['max_score']:g}"
     parts = [f"<style>{DIALOG_STYLE}</style>", '<div class="ap-verdict">']
-    parts.append(f"<p>{html.escape(how)} Points: <b>{points}</b>.</p>")
+    parts.append(f"<p>{html.escape(how)} {html.escape(said('Points:'))} <b>{points}</b>.</p>")
     if verdict["status"] != "ok":
-        note = f"The grader's status: {verdict['status']}: {verdict['message']}"
+        note = said(f"The grader's status: {verdict['status']}: {verdict['message']}")
         parts.append(f"<p>{html.escape(note)}</p>")
     parts += [
-        f"<p>{html.escape(grade_id)}: this locked cell was edited; the grader uses the "
-        "course's version instead.</p>"
+        "<p>"
+        + html.escape(
+            said(
+                f"{grade_id}: this locked cell was edited; the grader uses the "
+                "course's version instead."
+            )
+        )
+        + "</p>"
         for grade_id in changed
     ]
     parts.append("<ul>")
     for exercise in exercises:
         mark = "✓" if exercise["score"] >= exercise["max_score"] else "✗"
+        scored = said(f"{exercise['score']:g}/{exercise['max_score']:g} points")
         line = (
             f"{mark} <b>{html.escape(exercise['exercise'])}</b> "
-            f"{exercise['score']:g}/{exercise['max_score']:g} points: "
-            f"{html.escape(_exercise_state(exercise))}"
+            f"{html.escape(scored)}: "
+            f"{html.escape(said(_exercise_state(exercise)))}"
         )
         whys = "".join(
             f'<span class="ap-why">{html.escape(message)}</span>'
@@ -109,11 +135,11 @@ def dialog_answer(verdict: dict[str, Any]) -> dict[str, Any]:
         )
         parts.append(f"<li>{line}{whys}</li>")
     parts.append("</ul></div>")
-    text = [f"{e['exercise']}: {_exercise_state(e)}" for e in exercises]
+    text = [f"{e['exercise']}: {said(_exercise_state(e))}" for e in exercises]
     return {
         "failed": [
             {
-                "source": exercise_summary(passed, failing),
+                "source": exercise_summary(passed, failing, language),
                 "error": "".join(parts),
                 "raw_error": "\n".join(text),
             }

@@ -34,6 +34,7 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
+from autograd_pitfalls.messages import ENGLISH, language_of_metadata, translate
 from autograder.course import REPO, Course, assignment_ids, exercise_name
 from autograder.learner.summary import exercise_summary
 from autograder.learner.workspace import assignment_of
@@ -111,6 +112,7 @@ class NotebookVerdict:
         message: What the grader noted (a restored locked cell, a time limit...).
         exercises: One verdict per exercise, in notebook order.
         changed: Grade ids of locked cells the learner edited (the grader restores them).
+        language: The notebook's edition (``"en"``, ``"zh-CN"``): the language it is told in.
     """
 
     notebook: Path
@@ -119,6 +121,7 @@ class NotebookVerdict:
     message: str
     exercises: list[ExerciseVerdict] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    language: str = ENGLISH
 
     @property
     def score(self) -> float:
@@ -145,6 +148,7 @@ class NotebookVerdict:
             "score": self.score,
             "max_score": self.max_score,
             "changed": self.changed,
+            "language": self.language,
             "exercises": [
                 {
                     "exercise": e.exercise,
@@ -356,7 +360,12 @@ def _verdict(course, assignment, student, notebook, by_id) -> NotebookVerdict:
     except Exception:  # unreadable: the grader's status says so
         changed = []
     message = submission.message if recorded or submission.message else "not graded"
-    return NotebookVerdict(notebook, assignment, submission.status, message, exercises, changed)
+    language = ENGLISH
+    with contextlib.suppress(Exception):  # unreadable: told in English
+        language = language_of_metadata(nbformat.read(notebook, as_version=4).metadata)
+    return NotebookVerdict(
+        notebook, assignment, submission.status, message, exercises, changed, language
+    )
 
 
 def _points(value: float) -> str:
@@ -370,6 +379,25 @@ def _wrapped(message: str, indent: str, width: int) -> list[str]:
             paragraph, width, initial_indent=indent, subsequent_indent=indent
         ) or [indent]
     return lines
+
+
+# The lines of format_verdict as templates of the message catalog (autograder/i18n/messages.py).
+MESSAGES = (
+    "not answered yet (the answer cell still raises NotImplementedError)",
+    "visible tests fail (hidden checks not run)",
+    "visible tests pass; hidden checks {0}",
+    "Checking {0} as the grader grades it (visible tests and hidden checks)",
+    "grader's status: {0}: {1}",
+    "grader's note: {0}",
+    "CHANGED  {0}: this cell is locked and was edited; the grader uses the course's version "
+    "instead (restore it to see what is graded)",
+    "pass",
+    "FAIL",
+    "{0} points",
+    "Points: {0}, as the grader would give them.",
+    "fail",
+    "not run",
+)
 
 
 def _exercise_line(verdict: ExerciseVerdict) -> str:
@@ -388,36 +416,45 @@ def format_verdict(verdict: NotebookVerdict, shown: str, width: int = 100) -> st
         shown: How to name the notebook (a path relative to where the learner is).
         width: Where long messages wrap.
     """
+
+    def said(text: str) -> str:
+        return translate(text, verdict.language)
+
     passed = [e.exercise for e in verdict.exercises if e.passed]
     failing = [e.exercise for e in verdict.exercises if not e.passed]
     lines = [
-        f"Checking {shown} as the grader grades it (visible tests and hidden checks)",
-        exercise_summary(passed, failing),
+        said(f"Checking {shown} as the grader grades it (visible tests and hidden checks)"),
+        exercise_summary(passed, failing, verdict.language),
     ]
     if verdict.status != OK:
-        lines += _wrapped(f"grader's status: {verdict.status}: {verdict.message}", "  ", width)
+        status = said(f"grader's status: {verdict.status}: {verdict.message}")
+        lines += _wrapped(status, "  ", width)
     elif verdict.message:
-        lines += _wrapped(f"grader's note: {verdict.message}", "  ", width)
+        lines += _wrapped(said(f"grader's note: {verdict.message}"), "  ", width)
     for grade_id in verdict.changed:
         lines += _wrapped(
-            f"CHANGED  {grade_id}: this cell is locked and was edited; the grader uses the "
-            "course's version instead (restore it to see what is graded)",
+            said(
+                f"CHANGED  {grade_id}: this cell is locked and was edited; the grader uses the "
+                "course's version instead (restore it to see what is graded)"
+            ),
             "  ",
             width,
         )
     column = max((len(e.exercise) for e in verdict.exercises), default=2)
     for exercise in verdict.exercises:
-        status = "pass" if exercise.passed else "FAIL"
+        status = said("pass" if exercise.passed else "FAIL")
         points = f"{_points(exercise.score)}/{_points(exercise.max_score)}"
         lines.append(
-            f"  {status}  {exercise.exercise:<{column}}  {points:>5} points  "
-            f"{_exercise_line(exercise)}"
+            f"  {status}  {exercise.exercise:<{column}}  {said(f'{points:>5} points')}  "
+            f"{said(_exercise_line(exercise))}"
         )
         if not exercise.passed:
             for message in exercise.messages:
                 lines += _wrapped(message, "        ", width)
     lines.append(
-        f"Points: {_points(verdict.score)}/{_points(verdict.max_score)}, "
-        "as the grader would give them."
+        said(
+            f"Points: {_points(verdict.score)}/{_points(verdict.max_score)}, "
+            "as the grader would give them."
+        )
     )
     return "\n".join(lines)

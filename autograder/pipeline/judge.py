@@ -43,6 +43,19 @@ _HIDDEN_BLOCK = re.compile(
 )
 
 
+# The judges' own sentences as templates of the message catalog (autograder/i18n/messages.py):
+# a learner of another edition reads them translated (autograd_pitfalls.messages).
+MESSAGES = (
+    "{0}: not judged: the exercise is not answered yet",
+    "{0}: not judged: the visible tests above failed first ({1})",
+    "{0}: the hidden tests sent no observations (the cell stopped before them, or its "
+    "output was replaced)",
+    "{0}: observations sent {1} times",
+    "{0}: the observations could not be judged ({1})",
+    "observations of an unknown check {0}",
+)
+
+
 class JudgeSetupError(ValueError):
     """A test cell's hidden block is not laid out as probes and judges (an author's error)."""
 

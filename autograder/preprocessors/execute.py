@@ -41,6 +41,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
+from autograd_pitfalls.messages import ENGLISH, language_of_metadata, translate_errors
 from autograder.course import exercise_name
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST, OBSERVATIONS_MAX_CHARS
 from autograder.kernel.protocol import OBSERVATIONS_MIME as MIME
@@ -136,6 +137,7 @@ class SandboxedExecute(Execute):
         self._started = monotonic()
         self._first_cell_at = 0.0
         self._prepare_judges(nb, resources or {})
+        self._language = language_of_metadata(nb.metadata)
         nb, resources = super().preprocess(nb, resources, km)
         for kind, messages in self._events.items():
             record(nb, kind, *messages)
@@ -256,6 +258,8 @@ class SandboxedExecute(Execute):
             stderr_is_not_failure(cell)
             self._judge(cell, seed)
             _errors_first(cell)
+        if self._language != ENGLISH:  # the feedback in the notebook's language
+            translate_errors(cell, self._language)
         for output in cell.outputs:
             if output.output_type == "error" and (
                 output.ename == "MemoryError" or MEMORY_ERROR.search(output.evalue or "")

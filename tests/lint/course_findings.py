@@ -29,10 +29,17 @@ HEADER = (
 def course_findings() -> list[str]:
     """One ``path cell line code`` line per finding in notebooks/ and solutions/.
 
-    A notebook's cells are read in order as one program, as the notebook runs.
+    A notebook's cells are read in order as one program, as the notebook runs. The other
+    editions' notebooks (``notebooks/zh-CN/``) are left out: their code is the English
+    notebooks', byte for byte (``tests/test_i18n.py``), so are their findings.
     """
+    from autograder.i18n.catalog import LANGUAGES
+
+    editions = [REPO / "notebooks" / language for language in LANGUAGES]
     lines = []
     for path in find_files([str(REPO / "notebooks"), str(REPO / "solutions")]):
+        if any(path.is_relative_to(folder) for folder in editions):
+            continue
         relative = path.relative_to(REPO).as_posix()
         for unit in units_in(path):
             findings, errors = lint_unit(unit, select=["ALL"])

@@ -12,8 +12,9 @@ import sys
 from autograder.authoring.build import build
 from autograder.course import Course, assignment_ids
 from autograder.errors import AutograderError
+from autograder.i18n.catalog import LANGUAGES
 from tests.support.adversarial import JUDGE_ATTACKS, load_attacks, write_adversarial
-from tests.support.fixtures import write_fixtures
+from tests.support.fixtures import write_edition_fixtures, write_fixtures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,8 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     course = Course.repository()
     try:
         for assignment in args.assignments or assignment_ids(course):
-            build(course, [assignment])
+            build(course, [assignment], LANGUAGES)
             written = write_fixtures(course, assignment)
+            for language in LANGUAGES:
+                written += write_edition_fixtures(course, assignment, language)
             if assignment == load_attacks()[0]:
                 written += write_adversarial(course)
             if assignment == load_attacks(JUDGE_ATTACKS)[0]:

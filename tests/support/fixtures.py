@@ -12,6 +12,7 @@ when they are stale.
 from __future__ import annotations
 
 import copy
+import csv
 from pathlib import Path
 
 import nbformat
@@ -69,7 +70,7 @@ def _answered(student: NotebookNode, answers: dict[str, str], who: str) -> Noteb
 
 
 def fixture_notebooks(
-    course: Course, assignment: str, fixtures: Path = FIXTURES
+    course: Course, assignment: str, fixtures: Path = FIXTURES, student_notebook: Path | None = None
 ) -> dict[str, NotebookNode]:
     """Returns the fixture submissions of ``assignment``, by student id.
 
@@ -77,6 +78,8 @@ def fixture_notebooks(
         course: A course where ``assignment`` has been built (source and release).
         assignment: The assignment id.
         fixtures: The folder holding the specs.
+        student_notebook: The released notebook the answers go into (the English one,
+            ``course.student_notebook(assignment)``, when None).
 
     Returns:
         ``perfect``, ``blank`` and one notebook per wrong answer in the spec.
@@ -84,7 +87,7 @@ def fixture_notebooks(
     Raises:
         FixtureError: If the spec names an answer cell that does not exist.
     """
-    student = nbformat.read(course.student_notebook(assignment), as_version=4)
+    student = nbformat.read(student_notebook or course.student_notebook(assignment), as_version=4)
     source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
     solutions = {
         grade_id: _strip_markers(cell.source) for grade_id, cell in _answer_cells(source).items()
@@ -111,5 +114,58 @@ def write_fixtures(course: Course, assignment: str, fixtures: Path = FIXTURES) -
         path = submissions_folder(assignment, fixtures) / name / f"{assignment}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, path)
+        written.append(path)
+    return written
+
+
+# --- the fixtures of another edition -----------------------------------------------------
+
+# How many wrong answers each edition's fixtures have besides perfect and blank.
+EDITION_WRONG_ANSWERS = 3
+
+
+def edition_students(assignment: str, fixtures: Path = FIXTURES) -> list[str]:
+    """The English fixtures an edition repeats: perfect, blank and the first wrong answers.
+
+    The wrong answers are the spec's first ones that score below full marks and are no
+    attack on the grading (those are the grader's business, the same in every edition).
+    """
+    with (fixtures / assignment / "expected_scores.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    full = next(float(row["score"]) for row in rows if row["student_id"] == "perfect")
+    wrong = [
+        row["student_id"]
+        for row in rows
+        if row["student_id"] in load_wrong_answers(assignment, fixtures)
+        and float(row["score"]) < full
+        and row["student_id"] not in GRADER_ATTACKS
+    ]
+    return ["perfect", "blank", *wrong[:EDITION_WRONG_ANSWERS]]
+
+
+def edition_folder(assignment: str, language: str, fixtures: Path = FIXTURES) -> Path:
+    """``autograder/fixtures/<assignment>/submissions-<language>/``."""
+    return fixtures / assignment / f"submissions-{language}"
+
+
+def edition_student_id(language: str, student: str) -> str:
+    """The id an edition's fixture is graded under beside the English ones: ``zh-CN_perfect``."""
+    return f"{language}_{student}"
+
+
+def write_edition_fixtures(
+    course: Course, assignment: str, language: str, fixtures: Path = FIXTURES
+) -> list[Path]:
+    """Writes an edition's fixtures: the same answers in that edition's student notebook."""
+    from autograder.i18n.edition import edition_notebook
+
+    notebooks = fixture_notebooks(
+        course, assignment, fixtures, edition_notebook(course, assignment, language)
+    )
+    written = []
+    for student in edition_students(assignment, fixtures):
+        path = edition_folder(assignment, language, fixtures) / student / f"{assignment}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebooks[student], path)
         written.append(path)
     return written
