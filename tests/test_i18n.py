@@ -106,6 +106,26 @@ def test_a_changed_english_cell_stops_the_build_naming_the_cell(tmp_path):
         catalog.translations(course, assignment, "zh-CN")
 
 
+def test_the_english_a_fuzzy_translation_was_made_from_survives_updates_unchanged(tmp_path):
+    """The previous English (``#| msgid``) reads back exactly, however long and many-lined."""
+    assignment = ASSIGNMENTS[0]
+    course = _course_with_own_sources(tmp_path, assignment)
+    cell = catalog.prose_cells(course, assignment)[1]
+    older = (
+        'A first line, long enough to be wrapped by any text wrapper at seventy-six columns, '
+        'with "quotes", `code spans` and a trailing space \n\nSecond line; a-hyphenated-word.'
+    )
+    (tmp_path / "en.md").write_text(markers.render({cell.index: older}))
+    (tmp_path / "zh.md").write_text(markers.render({cell.index: "旧的译文"}))
+    markers.import_(course, assignment, "zh-CN", tmp_path / "zh.md", english=tmp_path / "en.md")
+    path = catalog.catalog_path(course, assignment, "zh-CN")
+    for _ in range(3):  # each update reads the catalog back and writes it again
+        catalog.update(course, assignment, "zh-CN")
+        found = catalog.read(path, "zh-CN").get(cell.source)
+        assert found.fuzzy and found.previous_id == [older]
+        assert found.string == "旧的译文"
+
+
 def test_a_new_english_cell_without_translation_stops_the_build(tmp_path):
     assignment = ASSIGNMENTS[0]
     course = _course_with_own_sources(tmp_path, assignment)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jupytext
 from babel.messages.catalog import Catalog
-from babel.messages.pofile import denormalize, read_po, write_po
+from babel.messages.pofile import denormalize, normalize, read_po, write_po
 
 from autograder.course import Course
 from autograder.errors import AutograderError
@@ -145,14 +145,35 @@ def _previous_ids(text: str) -> dict[str, str]:
     return found
 
 
+def _with_previous_ids(text: str, catalog: Catalog) -> str:
+    """The catalog's text with each fuzzy entry's previous English, as ``#|`` lines.
+
+    Each line is a line of the quoted string exactly as the msgid's own, prefixed with
+    ``#| ``, so that :func:`_previous_ids` reads back the same text.
+    """
+    for message in catalog:
+        if not (message.id and message.fuzzy and message.previous_id):
+            continue
+        msgid_line = f"msgid {normalize(message.id, width=0)}\n"
+        previous = f"msgid {normalize(message.previous_id[0], width=0)}"
+        previous_lines = "".join(f"#| {line}\n" for line in previous.split("\n"))
+        start = text.find("\n" + msgid_line) + 1  # at a line's start: not an obsolete "#~ msgid"
+        if not start:
+            raise AutograderError(f"cannot place the previous English of {message.id[:40]!r}")
+        text = text[:start] + previous_lines + text[start:]
+    return text
+
+
 def write(catalog: Catalog, path: Path) -> bool:
     """Writes a catalog (only when its bytes change); returns whether it changed."""
     catalog.creation_date = catalog.revision_date = _DATE
     catalog.fuzzy = False
     buffer = io.BytesIO()
     # width=0: a msgid keeps the cell's lines as they are, unwrapped, easy to diff.
-    write_po(buffer, catalog, width=0, include_previous=True, sort_output=False)
-    data = buffer.getvalue()
+    # include_previous=False: Babel writes the previous English through a text wrapper that
+    # drops spaces and quotes at its breaks, so it would not read back; we write it ourselves.
+    write_po(buffer, catalog, width=0, include_previous=False, sort_output=False)
+    data = _with_previous_ids(buffer.getvalue().decode("utf-8"), catalog).encode("utf-8")
     if path.is_file() and path.read_bytes() == data:
         return False
     path.write_bytes(data)
