@@ -160,7 +160,7 @@ with expect_error(RuntimeError, match="out=... arguments don't support automatic
 # Both are leaves that do not require grad, so the leaf check does not apply to them.
 # The `.detach()` write still moves `a`'s counter (section 2); the `.data` write moves nothing.
 # Notebook 03 is about the harm they do.
-# (An older post offers both as the way to fill a leaf; section 8 shows why `torch.no_grad()` is the one to use.)
+# (An older post offers both as one way to fill a leaf, beside `torch.no_grad()`; section 8 shows why `torch.no_grad()` is the one to use.)
 
 # %%
 a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)  # the a above, afresh

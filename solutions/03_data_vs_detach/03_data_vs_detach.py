@@ -620,7 +620,7 @@ assert x.grad.item() == 3.0
 # `Variable(t)` returns a plain `torch.Tensor`, a new object on the same memory.
 # `Variable` is still a class of its own: not `torch.Tensor`, not even a subclass of it.
 # It only answers `isinstance(t, Variable)` with True for every tensor, so old type checks pass.
-# (The posts say that since 0.4 `torch.Tensor` and `Variable` are the same class: they are not, but `Variable(t)` does return a tensor.)
+# (One of the posts says that since 0.4 `torch.Tensor` and `Variable` are the same class: they are not, but `Variable(t)` does return a tensor.)
 # `Variable(t, requires_grad=True)` is a leaf that requires grad, still on `t`'s memory.
 
 # %%
