@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from autograder.errors import AutograderError
-from autograder.site.build import SITE, build_site
+from autograder.site.build import SITE, WORK, build_site
 from autograder.site.editions import EDITIONS, edition
+from autograder.site.execute import CACHE
 from autograder.site.pages import Repository
 
 
@@ -36,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the branch the links point to (default: $SITE_BRANCH, else main)",
     )
     parser.add_argument(
+        "--work", type=Path, default=WORK, help="staged sources and Sphinx's files (kept)"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=CACHE, help="executed notebooks, by what they depend on"
+    )
+    parser.add_argument(
         "--language",
         action="append",
         choices=[e.language for e in EDITIONS],
@@ -45,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     repository = Repository(args.repository, args.branch) if args.repository else None
     editions = [edition(code) for code in args.language] if args.language else list(EDITIONS)
     try:
-        report = build_site(args.out, repository, editions)
+        report = build_site(args.out, repository, editions, cache=args.cache, work=args.work)
     except AutograderError as error:
         print(f"make site: {error}", file=sys.stderr)
         return 1

@@ -86,13 +86,39 @@ def executed(notebook: Path, cache: Path = CACHE) -> tuple[nbformat.NotebookNode
     Raises:
         ExecutionError: If a cell that is not a graded test cell raised.
     """
-    kept = cache / f"{notebook.stem}-{fingerprint(notebook)[:20]}.ipynb"
+    kept = cached_path(notebook, cache)
     if kept.is_file():
         return nbformat.read(kept, as_version=4), True
     with tempfile.TemporaryDirectory(prefix="site-run-") as folder:
         copy = Path(folder) / notebook.name
         shutil.copy(notebook, copy)
         result = check_notebook(copy).executed
+    keep(notebook, result, cache)
+    return result, False
+
+
+def cached_path(notebook: Path, cache: Path = CACHE) -> Path:
+    """Where the execution of ``notebook`` as it is now is kept (it may not be there yet)."""
+    return cache / f"{notebook.stem}-{fingerprint(notebook)[:20]}.ipynb"
+
+
+def keep(notebook: Path, result: nbformat.NotebookNode, cache: Path = CACHE) -> Path:
+    """Keeps ``result``, an execution of ``notebook`` as ``make check`` runs it, in the cache.
+
+    ``tests/test_notebooks.py`` runs every student notebook so already: it keeps what it
+    got, and the site's test in the same session renders it instead of running it again.
+
+    Args:
+        notebook: The student notebook that was executed (its bytes name the entry).
+        result: The executed notebook.
+        cache: The folder of kept executions.
+
+    Returns:
+        The kept file; earlier executions of the same notebook are removed.
+
+    Raises:
+        ExecutionError: If a cell that is not a graded test cell raised (nothing is kept).
+    """
     broken = [
         cell.source.splitlines()[0] if cell.source else "(empty cell)"
         for cell in result.cells
@@ -105,7 +131,9 @@ def executed(notebook: Path, cache: Path = CACHE) -> tuple[nbformat.NotebookNode
             f"{notebook.name}: a cell outside the exercises' tests raised, so its page "
             f"would show a broken lesson: {broken}"
         )
+    kept = cached_path(notebook, cache)
     for stale in cache.glob(f"{notebook.stem}-*.ipynb"):
-        stale.unlink()
+        if stale != kept:
+            stale.unlink(missing_ok=True)
     replace_file(kept, nbformat.writes(result))
-    return result, False
+    return kept

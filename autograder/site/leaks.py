@@ -8,8 +8,9 @@ collapsed, except
 - a line that also appears in a student notebook, whole or as part of a line (the learner
   has it anyway: a stub's ``pass``, an import the visible tests share, a lone
   ``return x``, a call the demonstrations make too), and
-- a line with fewer than :data:`MIN_CHARACTERS` characters besides spaces and
-  punctuation (``)``, ``else:``, ``return x``, ``i += 1``): a page's prose and code
+- a line of fewer than :data:`MIN_TOKENS` tokens (a word, a number, a string or a mark of
+  punctuation each), or with fewer than :data:`MIN_CHARACTERS` letters, digits and
+  underscores (``)``, ``else:``, ``return doubled``, ``x = 1``): a page's prose and code
   contain such lines by chance, and they give nothing away.
 
 A line with a trailing comment also counts without the comment. One line is public though it
@@ -50,7 +51,8 @@ MARKERS = (
     "BEGIN JUDGE",
     "END JUDGE",
 )
-MIN_CHARACTERS = 10
+MIN_TOKENS = 3
+MIN_CHARACTERS = 6
 # Solution lines that a demonstration of the student notebook prints, and where.
 TAUGHT = {
     "total_loss += loss.item()": (
@@ -62,7 +64,9 @@ BINARY_SUFFIXES = frozenset(
     {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", ".ttf", ".eot", ".pdf"}
 )
 _SPACES = re.compile(r"\s+")
-_WORD_CHARACTERS = re.compile(r"[\w\"'.]")
+_WORD = re.compile(r"\w+")
+# A string, a word or number, or one character of punctuation: a line's tokens, roughly.
+_TOKEN = re.compile(r"\"[^\"]*\"|'[^']*'|\w+|[^\w\s]")
 
 
 def normalise(line: str) -> str:
@@ -71,7 +75,9 @@ def normalise(line: str) -> str:
 
 
 def _significant(line: str) -> bool:
-    return len(_WORD_CHARACTERS.findall(line)) >= MIN_CHARACTERS
+    """Whether ``line`` says enough to give something away (see the module's docstring)."""
+    letters = sum(len(word) for word in _WORD.findall(line))
+    return len(_TOKEN.findall(line)) >= MIN_TOKENS and letters >= MIN_CHARACTERS
 
 
 def _variants(line: str) -> Iterator[str]:
@@ -139,9 +145,10 @@ class _Text(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
+        self.attributes: list[str] = []  # apart: between two spans they would split a line
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.parts.extend(f"\n{value}\n" for _, value in attrs if value)
+        self.attributes.extend(value for _, value in attrs if value)
 
     def handle_data(self, data: str) -> None:
         self.parts.append(data)
@@ -167,7 +174,7 @@ def file_text(path: Path) -> str:
         parser = _Text()
         parser.feed(raw)
         parser.close()
-        return raw + "\n" + "".join(parser.parts)
+        return "\n".join([raw, "".join(parser.parts), *parser.attributes])
     if suffix in {".json", ".ipynb"}:
         try:
             # A notebook's cell source is a list of lines: joined, a line is whole again.
@@ -204,20 +211,42 @@ class Leak:
         return f"{self.file}: {self.secret!r} (from {self.origin})"
 
 
+def _inner_words(secret: str) -> set[str]:
+    """The words of ``secret`` that any text containing it contains whole.
+
+    The first and last words may be the ends of longer words in the text, so they count only
+    where the secret does not start or end with them.
+    """
+    words = _WORD.findall(secret)
+    if secret[:1].isalnum() or secret[:1] == "_":
+        words = words[1:]
+    if secret[-1:].isalnum() or secret[-1:] == "_":
+        words = words[:-1]
+    return set(words)
+
+
 def find_leaks(site: Path, secrets: dict[str, str]) -> list[Leak]:
     """Every secret found in any file of ``site``.
+
+    A file is searched for a secret only when it has each of the secret's inner words
+    (:func:`_inner_words`): a secret cannot be in a text without them, and the search
+    stays a second for about 1,500 secrets and 180 files.
 
     Args:
         site: The built site's folder.
         secrets: What to look for, mapped to where it comes from (:func:`secret_lines`,
             :data:`MARKERS`, :func:`machine_paths`).
     """
-    return [
-        Leak(str(path.relative_to(site)), secret, origin)
-        for path, text in site_texts(site)
-        for secret, origin in secrets.items()
-        if secret in text
-    ]
+    needed = {secret: _inner_words(secret) for secret in secrets}
+    leaks = []
+    for path, text in site_texts(site):
+        words = set(_WORD.findall(text))
+        leaks += [
+            Leak(str(path.relative_to(site)), secret, origin)
+            for secret, origin in secrets.items()
+            if needed[secret] <= words and secret in text
+        ]
+    return leaks
 
 
 def course_secrets(notebooks: Iterable[Path]) -> dict[str, str]:

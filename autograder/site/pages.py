@@ -149,7 +149,8 @@ def run_box(edition: Edition, lesson: str, repository: Repository | None) -> str
     if repository is not None:
         folder = repository.url.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1]
         clone = f"git clone {repository.url} && cd {folder}   # {words.clone_comment}\n"
-    links = [f"{{download}}`{words.download} </{DOWNLOADS}/{notebook.name}>`"]
+    # path: makes MyST link the file as a download, not as the page of the notebook.
+    links = [f"[{words.download}](path:../{DOWNLOADS}/{notebook.name})"]
     colab = ""
     if repository is not None and repository.is_github:
         path = notebook.relative_to(REPO).as_posix()

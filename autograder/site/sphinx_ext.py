@@ -69,10 +69,11 @@ def _name_images(app: Sphinx, doctree: nodes.document) -> None:
     for image in doctree.findall(nodes.image):
         if image.get("alt"):
             continue
-        uri = image["uri"]
-        path = Path(app.srcdir, uri.lstrip("/")) if uri.startswith("/") else None
+        # myst-nb's outputs are named from the source folder ("/../jupyter_execute/..."),
+        # which Sphinx's image collector may already have made relative to it.
+        path = Path(app.srcdir, image["uri"].lstrip("/"))
         label = None
-        if path is not None and path.suffix == ".svg" and path.is_file():
+        if path.suffix == ".svg" and path.is_file():
             label = svg_text_alternative(path.read_text(encoding="utf-8"))
         image["alt"] = label or app.config.site_figure_alt
 
