@@ -236,7 +236,7 @@ def test_a_broken_demonstration_is_not_kept(tmp_path):
 
 def test_without_a_repository_address_the_box_has_no_clone_and_no_colab():
     box = run_box(ENGLISH, LESSONS[0], None)
-    assert "make lab" in box and "make check" in box and "](../downloads/" in box
+    assert "make lab" in box and "make check" in box and "](path:../downloads/" in box
     assert "git clone" not in box and "colab" not in box.lower()
     with_address = run_box(ENGLISH, LESSONS[0], Repository(REPOSITORY))
     assert f"git clone {REPOSITORY} && cd autograd-pitfalls" in with_address
@@ -250,6 +250,7 @@ def test_the_home_page_is_the_readmes_front_matter_with_its_lessons_linked():
     readme = ENGLISH.readme.read_text()
     assert page.startswith(readme.splitlines()[0])
     assert "## Two commands" not in page  # only the front matter
+    assert "Read it on the web" in readme and "Read it on the web" not in page
     for lesson in LESSONS:
         assert f"[{lesson}](lessons/{lesson}.ipynb)" in page
     assert "](docs/" not in page  # a link to a file of the repository needs its address

@@ -26,6 +26,8 @@ DOWNLOADS = "downloads"  # the folder of student notebooks in the staged sources
 COLAB = "https://colab.research.google.com/github"
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 _LESSON_NAME = re.compile(r"`(\d\d_[a-z0-9_]+)`")
+# What the README says about the site itself (a link to it, how to build it): not on it.
+_NOT_ON_THE_SITE = re.compile(r"<!-- not on the site\b.*?<!-- end of not on the site -->", re.S)
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,9 @@ def run_box(edition: Edition, lesson: str, repository: Repository | None) -> str
 def home_page(edition: Edition, titles: dict[str, str], repository: Repository | None) -> str:
     """The home page: the README's front matter, lesson names linked, and the lessons' toctree.
 
+    The front matter is the README up to its first ``##`` heading, less what it marks
+    ``<!-- not on the site ... -->`` up to ``<!-- end of not on the site -->``.
+
     Args:
         edition: The edition whose README it is.
         titles: Each lesson's title, by lesson id, in order.
@@ -184,6 +189,7 @@ def home_page(edition: Edition, titles: dict[str, str], repository: Repository |
     """
     text = edition.readme.read_text(encoding="utf-8")
     front = text.split("\n## ", 1)[0].rstrip() + "\n"
+    front = _NOT_ON_THE_SITE.sub("", front)
 
     def link(match: re.Match[str]) -> str:
         label, target = match.groups()

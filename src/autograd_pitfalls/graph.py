@@ -243,13 +243,21 @@ def describe(graph: AutogradGraph, saved: Collection[str] | None = None) -> str:
 
 
 def _distinct_names(graph: AutogradGraph) -> dict[str, str]:
-    """Each node id's class name, numbered where a name is used more than once."""
-    counts = Counter(node.name for node in graph.nodes)
+    """Each node's class name, numbered where the same words name more than one node.
+
+    An ``AccumulateGrad`` node is named with its leaf's name where it has one:
+    ``AccumulateGrad (w)``.
+    """
+    words = {
+        node.id: f"{node.name} ({node.leaf.name})" if node.leaf and node.leaf.name else node.name
+        for node in graph.nodes
+    }
+    counts = Counter(words.values())
     seen: Counter[str] = Counter()
     names = {}
-    for node in graph.nodes:
-        seen[node.name] += 1
-        names[node.id] = node.name if counts[node.name] == 1 else f"{node.name} #{seen[node.name]}"
+    for node_id, name in words.items():
+        seen[name] += 1
+        names[node_id] = name if counts[name] == 1 else f"{name} #{seen[name]}"
     return names
 
 
