@@ -6,7 +6,7 @@ SETUP  := .venv/.installed
 JOBS   ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks check changes fixtures grade lint clean
+.PHONY: help setup lab test notebooks check changes fixtures grade site lint clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ fixtures: $(SETUP) ## Regenerate the sample submissions in autograder/fixtures/
 
 grade: $(SETUP) ## Grade a class: make grade ASSIGNMENT=01_leaf_tensors SUBMISSIONS=folder JOBS=2
 	$(PYTHON) -m autograder grade $(ASSIGNMENT) $(SUBMISSIONS) --jobs $(JOBS)
+
+site: $(SETUP) ## Build the course's website into build/site/ (REPOSITORY=https://github.com/owner/name adds Colab links)
+	$(PYTHON) -m autograder.site $(if $(REPOSITORY),--repository $(REPOSITORY))
 
 lint: $(SETUP) ## ruff lint and format check over src, autograder, tests, solutions
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .

@@ -7,6 +7,7 @@ the page, and no graded test cell prints a value.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import multiprocessing
 import re
@@ -21,6 +22,7 @@ from autograder.cli import main
 from autograder.course import Course, assignment_ids
 from autograder.learner.validate import CheckReport, check_notebook
 from autograder.sandbox.limits import cores_each
+from autograder.site.execute import ExecutionError, keep
 
 ASSIGNMENTS = assignment_ids()
 MIN_EXERCISES = 4
@@ -164,7 +166,13 @@ def reports(built_course: Course, tmp_path_factory) -> dict[tuple[str, str], Che
     ):
         patch.setenv("OMP_NUM_THREADS", str(cores_each(2)))
         futures = {key: pool.submit(check_notebook, path) for key, path in paths.items()}
-        return {key: future.result() for key, future in futures.items()}
+        done = {key: future.result() for key, future in futures.items()}
+    # The website shows these executions of the student notebooks: kept in its cache, so
+    # that tests/test_site.py (later in the session) renders them instead of running them.
+    for assignment in ASSIGNMENTS:
+        with contextlib.suppress(ExecutionError):  # a broken one fails the tests below
+            keep(built_course.student_notebook(assignment), done["student", assignment].executed)
+    return done
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,17 @@ snapshot-tested.
 
 Arrows follow the gradient: from the output at the top, through each ``grad_fn``, down to
 the ``AccumulateGrad`` nodes that write the leaves' ``.grad``.
+
+Every drawing carries a text alternative made from the same analysis (:func:`describe`):
+the SVG names itself with it (``role="img"``, ``aria-label`` and ``<title>``, what a screen
+reader reads and a web page's ``alt`` text is taken from), and a text-only front end shows it.
 """
 
 from __future__ import annotations
 
 import html
+import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,7 @@ from autograd_pitfalls.walk import (
     walk_graph,
 )
 
-__all__ = ["GraphDrawing", "draw", "draw_graph", "to_dot"]
+__all__ = ["GraphDrawing", "describe", "draw", "draw_graph", "to_dot"]
 
 # torchviz's look, so pictures in the course match the ones learners find online.
 _NODE_ATTR = {
@@ -65,7 +71,12 @@ class GraphDrawing(graphviz.Digraph):
 
     Jupyter displays a Digraph by running the ``dot`` program; when ``dot`` is missing or
     fails, this shows a message and the DOT text instead of a traceback.
+
+    Attributes:
+        description: The graph in words (:func:`describe`), its text alternative.
     """
+
+    description: str = ""
 
     def _repr_mimebundle_(
         self,
@@ -74,9 +85,15 @@ class GraphDrawing(graphviz.Digraph):
         **kwargs: Any,
     ) -> dict[str, bytes | str]:
         try:
-            return super()._repr_mimebundle_(include, exclude, **kwargs)
+            bundle = super()._repr_mimebundle_(include, exclude, **kwargs)
         except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as error:
             reason = _why_not_drawn(error)
+        else:
+            if "image/svg+xml" in bundle:
+                bundle["image/svg+xml"] = self._named(bundle["image/svg+xml"])
+            if self.description:
+                bundle.setdefault("text/plain", self.description)
+            return bundle
         return {
             "text/plain": f"{reason}\nThe graph in DOT:\n{self.source}",
             "text/markdown": f"{reason}\n\nThe graph in DOT:\n\n```dot\n{self.source}```\n",
@@ -93,7 +110,27 @@ class GraphDrawing(graphviz.Digraph):
             svg = self.pipe(format="svg", encoding="utf-8")
         except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as error:
             return f"<p><i>{html.escape(_why_not_drawn(error))}</i></p>"
-        return svg[svg.find("<svg") :]
+        return self._named(svg[svg.find("<svg") :])
+
+    def _named(self, svg: str) -> str:
+        """``svg`` with :attr:`description` as its accessible name (unchanged without one).
+
+        ``role="img"`` and ``aria-label`` on the ``<svg>`` element name it where it is
+        inline; a ``<title>`` as its first child names it in a file (a web page's ``<img>``
+        takes its ``alt`` text from there) and shows as a tooltip.
+        """
+        if not self.description:
+            return svg
+        tag = _SVG_TAG.search(svg)
+        if tag is None:
+            return svg
+        label = html.escape(self.description)
+        opening = f'{tag.group(1)} role="img" aria-label="{label}">'
+        named = f"{opening}\n<title>{label}</title>"
+        return svg[: tag.start()] + named + svg[tag.end() :]
+
+
+_SVG_TAG = re.compile(r"(<svg\b[^>]*?)\s*>")
 
 
 def _why_not_drawn(error: Exception) -> str:
@@ -157,7 +194,86 @@ def draw_graph(graph: AutogradGraph, saved: Collection[str] | None = None) -> Gr
         _add_output(drawing, output)
     for node in graph.nodes:
         _add_node(drawing, node, saved)
+    drawing.description = describe(graph, saved=saved)
     return drawing
+
+
+def describe(graph: AutogradGraph, saved: Collection[str] | None = None) -> str:
+    """The graph in words, from the outputs down to the leaves: a drawing's text alternative.
+
+    One sentence per box, in the drawing's order: each output and the node its gradient
+    goes to, then each node (breadth first) with the tensors it saved and the nodes it
+    sends gradients on to, and each ``AccumulateGrad`` with its leaf. Boxes say what the
+    drawing's boxes say (shapes, versions, stale or freed); a name used twice gets a number.
+
+    Args:
+        graph: The result of ``walk_graph``.
+        saved: The saved tensors to mention, as :func:`draw_graph` draws them; all when None.
+
+    Returns:
+        For example ``"Autograd graph, from the output down to the leaves. loss () →
+        SumBackward0. SumBackward0: → MulBackward0. MulBackward0: saved other = a (3,),
+        saved v0 · now v0; self = a (3,), saved v0 · now v0; → AccumulateGrad.
+        AccumulateGrad: fills the .grad of leaf a (3,), requires_grad=True."``
+    """
+    names = _distinct_names(graph)
+    sentences = ["Autograd graph, from the output down to the leaves"]
+    for output in graph.outputs:
+        title = f"{output.name or 'output'} {_shape(output.shape, output.dtype)}"
+        if output.grad_fn is not None:
+            sentences.append(f"{title} → {names[output.grad_fn]}")
+        elif output.requires_grad:
+            sentences.append(f"{title}, a leaf: no grad_fn")
+        else:
+            sentences.append(f"{title}, no grad_fn: not connected to any graph")
+    for node in graph.nodes:
+        head = names[node.id] + (" (backward() raises here)" if _is_stale(node) else "")
+        parts = []
+        kept = [s for s in node.saved if saved is None or s.attribute in saved]
+        if kept:
+            parts.append("saved " + "; ".join(_saved_words(s) for s in kept))
+        if node.edges:
+            parts.append("→ " + ", ".join(names[edge] for edge in node.edges))
+        if node.leaf is not None:
+            leaf = node.leaf
+            title = " ".join(filter(None, ["leaf", leaf.name, _shape(leaf.shape, leaf.dtype)]))
+            parts.append(f"fills the .grad of {title}, requires_grad={leaf.requires_grad}")
+        sentences.append(f"{head}: {'; '.join(parts)}" if parts else head)
+    return ". ".join(sentences) + "."
+
+
+def _distinct_names(graph: AutogradGraph) -> dict[str, str]:
+    """Each node's class name, numbered where the same words name more than one node.
+
+    An ``AccumulateGrad`` node is named with its leaf's name where it has one:
+    ``AccumulateGrad (w)``.
+    """
+    words = {
+        node.id: f"{node.name} ({node.leaf.name})" if node.leaf and node.leaf.name else node.name
+        for node in graph.nodes
+    }
+    counts = Counter(words.values())
+    seen: Counter[str] = Counter()
+    names = {}
+    for node_id, name in words.items():
+        seen[name] += 1
+        names[node_id] = name if counts[name] == 1 else f"{name} #{seen[name]}"
+    return names
+
+
+def _is_stale(node: NodeInfo) -> bool:
+    return any(saved.state == "stale" for saved in node.saved)
+
+
+def _saved_words(saved: SavedTensorInfo) -> str:
+    """A saved tensor's box in words: its title, shape and versions, and why it is red."""
+    title = _saved_title(saved)
+    if saved.state != "freed":
+        title += f" {_shape(saved.shape or (), saved.dtype)}"
+    words = [title, _versions(saved)]
+    if saved.state == "stale":
+        words.append(" ".join(_modified(saved.write)))
+    return ", ".join(words)
 
 
 def to_dot(
@@ -200,8 +316,7 @@ def _add_output(drawing: graphviz.Digraph, output: OutputInfo) -> None:
 
 
 def _add_node(drawing: graphviz.Digraph, node: NodeInfo, shown: Collection[str] | None) -> None:
-    stale = any(saved.state == "stale" for saved in node.saved)
-    drawing.node(node.id, _label(node.name), **(_OP_STALE if stale else _OP))
+    drawing.node(node.id, _label(node.name), **(_OP_STALE if _is_stale(node) else _OP))
     if node.leaf is not None:
         _add_leaf(drawing, node.leaf)
     for saved in node.saved:
