@@ -27,7 +27,6 @@ from autograd_pitfalls.messages import translate as translate_message
 from autograder.course import Course
 from autograder.i18n.catalog import TranslationError, prose_cells, translations
 
-
 # Added to the first cell of another edition's notebooks (a template of the message catalog).
 HELPERS_STAY_ENGLISH = (
     "The reports the course's helpers print (diagnose, compare, the linter) and PyTorch's own "
