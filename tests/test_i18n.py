@@ -112,7 +112,7 @@ def test_the_english_a_fuzzy_translation_was_made_from_survives_updates_unchange
     course = _course_with_own_sources(tmp_path, assignment)
     cell = catalog.prose_cells(course, assignment)[1]
     older = (
-        'A first line, long enough to be wrapped by any text wrapper at seventy-six columns, '
+        "A first line, long enough to be wrapped by any text wrapper at seventy-six columns, "
         'with "quotes", `code spans` and a trailing space \n\nSecond line; a-hyphenated-word.'
     )
     (tmp_path / "en.md").write_text(markers.render({cell.index: older}))
