@@ -85,6 +85,17 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _wait_until_serving(base: str, log: Path) -> None:
+    """Waits until the JupyterLab at base answers; fails the test with its log if it never does."""
+    for _ in range(SERVER_START_TRIES):
+        try:
+            _api(base, "/api/status")
+            return
+        except OSError:
+            time.sleep(0.25)
+    pytest.fail(f"JupyterLab did not start:\n{log.read_text()}")
+
+
 def _api(base: str, path: str, method: str = "GET") -> object:
     request = urllib.request.Request(f"{base}{path}?token={TOKEN}", method=method)
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -117,14 +128,7 @@ def lab(tmp_path_factory) -> Iterator[tuple[str, Path, Path]]:
         server = subprocess.Popen(command, cwd=REPO, stdout=handle, stderr=handle)
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(SERVER_START_TRIES):
-            try:
-                _api(base, "/api/status")
-                break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail(f"JupyterLab did not start:\n{log.read_text()}")
+        _wait_until_serving(base, log)
         yield base, root, log
     finally:
         server.terminate()
@@ -455,14 +459,7 @@ def lab_zh_cn(tmp_path_factory) -> Iterator[tuple[str, Path, Path]]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(SERVER_START_TRIES):
-            try:
-                _api(base, "/api/status")
-                break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail(f"JupyterLab did not start:\n{log.read_text()}")
+        _wait_until_serving(base, log)
         yield base, folder / "workspace" / "zh-CN", log
     finally:
         server.terminate()
