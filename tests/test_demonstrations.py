@@ -9,14 +9,10 @@ the grader run the notebook whole.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import nbformat
 import pytest
 from nbformat import v4
 
-from autograder.course import Course
 from autograder.demonstrations import (
     SKIP_TAG,
     bound_names,
@@ -25,7 +21,6 @@ from autograder.demonstrations import (
     skipped_names_read,
     unsafe_marks,
 )
-from autograder.pipeline.run import grade_class
 from tests.conftest import ASSIGNMENTS
 from tests.support.small_class import expected_scores
 
@@ -128,26 +123,16 @@ def test_grading_skips_the_marked_demonstrations(built_course, graded, assignmen
 
 @pytest.mark.slow
 def test_a_student_cell_that_reads_a_skipped_definition_gets_the_notebook_run_whole(
-    submissions, tmp_path: Path
+    built_course, graded
 ):
-    # 04's perfect answers, and a line at the top of the last answer that reads what the
-    # skipped timing demonstration defines: without the second run, the answer raises.
-    assignment = "04_assembling_tensors"
-    incoming = tmp_path / "incoming"
-    shutil.copytree(submissions[assignment] / "perfect", incoming / "reuses_a_demo")
-    path = incoming / "reuses_a_demo" / f"{assignment}.ipynb"
+    # Its last answer first calls count_nodes, which the skipped timing demonstration
+    # defines: graded with that demonstration skipped, it raised and lost q4's points
+    # (tests/test_pipeline.py checks its expected score, the points of a whole run).
+    assignment, student = "04_assembling_tensors", "reuses_a_skipped_demo_helper"
+    path = built_course.autograded_notebook(student, assignment)
     notebook = nbformat.read(path, as_version=4)
-    answers = [cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("solution")]
-    answers[-1].source = "nodes_counted_by = count_nodes\n" + answers[-1].source
-    nbformat.write(notebook, path)
-    root = tmp_path / "course"
-    result = grade_class(Course.at(root, release=root / "release"), assignment, incoming)
-    (row,) = result.rows
-    assert row["score"] == float(expected_scores(assignment)["perfect"]["score"])
-    graded = nbformat.read(
-        root / "autograded" / "reuses_a_demo" / assignment / f"{assignment}.ipynb", as_version=4
-    )
-    assert graded.metadata["autograder"]["skipped"] == {
+    assert notebook.metadata["autograder"]["skipped"] == {
         "cells": [],
         "ran_whole_for": ["count_nodes"],
     }
+    assert expected_scores(assignment)[student]["q4"] == "3"
