@@ -70,9 +70,11 @@ def small_class(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_the_next_command_grades_through_the_warm_service_with_the_same_grades(small_class):
+def test_the_next_command_grades_through_the_warm_service_until_it_is_replaced_or_idle(
+    small_class,
+):
     course, submissions, students = small_class
-    expected = expected_scores(ASSIGNMENT)
+    expected = {student: expected_scores(ASSIGNMENT)[student]["score"] for student in students}
     first = _command(course, "grade", ASSIGNMENT, str(submissions), "--keep-warm", "120")
     assert first.returncode == 0, first.stderr[-3000:]
     pid = _service_pid(course)
@@ -83,7 +85,7 @@ def test_the_next_command_grades_through_the_warm_service_with_the_same_grades(s
         if "autograder.kernel.server" in " ".join(child.cmdline())
     ]
     assert zygotes, "the warm service has no zygote"
-    assert _scores(course) == {s: expected[s]["score"] for s in students}
+    assert _scores(course) == expected
 
     # Another command on the same course: the same service, the same zygotes, no lock held.
     exported = _command(course, "export", ASSIGNMENT)
@@ -93,19 +95,8 @@ def test_the_next_command_grades_through_the_warm_service_with_the_same_grades(s
     assert _service_pid(course) == pid
     assert all(zygote.is_running() for zygote in zygotes), "the zygotes were started again"
     assert _command(course, "export", ASSIGNMENT).returncode == 0
-    assert _scores(course) == {s: expected[s]["score"] for s in students}
+    assert _scores(course) == expected
 
-    assert service.stop_service(Course.at(course))
-    assert _gone(pid, 30) and not any(zygote.is_running() for zygote in zygotes)
-    assert _service_pid(course) is None
-
-
-@pytest.mark.slow
-def test_other_settings_replace_the_service_and_an_idle_one_ends(small_class):
-    course, submissions, _ = small_class
-    first = _command(course, "grade", ASSIGNMENT, str(submissions), "--keep-warm", "120")
-    assert first.returncode == 0, first.stderr[-3000:]
-    pid = _service_pid(course)
     # Another cell limit: the warm service cannot grade it, so it is replaced.
     other = _command(
         course, "autograde", ASSIGNMENT, "--regrade", "--cell-timeout", "60", "--keep-warm", "5"
@@ -113,6 +104,7 @@ def test_other_settings_replace_the_service_and_an_idle_one_ends(small_class):
     assert other.returncode == 0, other.stderr[-3000:]
     replaced = _service_pid(course)
     assert replaced not in (None, pid) and _gone(pid, 30)
+    assert not any(zygote.is_running() for zygote in zygotes)
     # Five seconds without a command: it ends by itself, and says so in its log.
     assert _gone(replaced, 60), "the idle service did not end"
     assert "idle for 5 s" in (course / service.FOLDER / "service.log").read_text()
