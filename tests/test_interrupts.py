@@ -76,13 +76,13 @@ def _rows(course: Path) -> dict[str, dict[str, str]]:
 
 
 CASES = {
-    "ctrl-c-jobs-2": (signal.SIGINT, "group", ["--jobs", "2"]),
+    # Through the course's grading service, which the command started (the default outside
+    # the tests): it is in a session of its own (Ctrl-C does not reach it), and ends when
+    # the command is stopped.
+    "ctrl-c-jobs-2": (signal.SIGINT, "group", ["--jobs", "2", "--keep-warm", "60"]),
     "sigterm-jobs-1": (signal.SIGTERM, "command", ["--jobs", "1"]),
     "sigterm-group-jobs-2": (signal.SIGTERM, "group", ["--jobs", "2"]),
     "ctrl-c-dask": (signal.SIGINT, "group", ["--executor", "dask", "--jobs", "2"]),
-    # Through the course's grading service, which the command started: it is in a session
-    # of its own (Ctrl-C does not reach it), and ends when the command is stopped.
-    "ctrl-c-service-jobs-2": (signal.SIGINT, "group", ["--jobs", "2", "--keep-warm", "60"]),
     "sigterm-dask": (signal.SIGTERM, "command", ["--executor", "dask", "--jobs", "2"]),
 }
 
