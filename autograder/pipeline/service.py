@@ -117,14 +117,13 @@ def _read_info(course: Course) -> dict:
     return info if isinstance(info, dict) else {}
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, course: Course) -> bool:
+    """Whether ``pid`` is this course's service still (not a process that took its pid)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return b"autograder.pipeline.service" in arguments and str(course.root).encode() in arguments
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,7 +250,7 @@ def stop_service(course: Course, timeout: float = QUIT_TIMEOUT) -> bool:
     """
     info = _read_info(course)
     pid = info.get("pid")
-    if not isinstance(pid, int) or not _alive(pid):
+    if not isinstance(pid, int) or not _alive(pid, course):
         return False
     connection = _connect(info)
     if connection is not None:
@@ -263,9 +262,9 @@ def stop_service(course: Course, timeout: float = QUIT_TIMEOUT) -> bool:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while _alive(pid, course) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(pid):
+    if _alive(pid, course):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
     return True
@@ -300,7 +299,7 @@ def open_service(
     key = service_key(jobs, limits, requested)
     info = _read_info(course)
     pid = info.get("pid")
-    if isinstance(pid, int) and _alive(pid):
+    if isinstance(pid, int) and _alive(pid, course):
         connection = _connect(info)
         hello = _hello(connection) if connection is not None else None
         if connection is not None and hello is not None and hello.get("key") == key:
