@@ -327,6 +327,30 @@ def _launch(
     return zygotes
 
 
+def _service(args: argparse.Namespace, course: Course, assignments: list[str], students: int):
+    """The course's grading service (:mod:`autograder.pipeline.service`), started if need be.
+
+    None when it is not used: ``--keep-warm 0``, another executor than the local one, or
+    nobody to grade.
+    """
+    if students == 0 or args.executor != "local" or args.keep_warm <= 0:
+        return None
+    from autograder.pipeline.preload import files_imports
+    from autograder.pipeline.service import open_service
+    from autograder.sandbox.bwrap import course_sandbox
+
+    released = [path for a in assignments for path in sorted((course.release / a).glob("*.ipynb"))]
+    return open_service(
+        course,
+        max(1, args.jobs),
+        _limits(args).sharing(args.jobs),
+        course_sandbox(course, enabled=args.sandbox),
+        requested=args.sandbox,
+        imports=tuple(files_imports(released)),
+        keep_warm=args.keep_warm,
+    )
+
+
 def _executor(args: argparse.Namespace):
     """Connects to the Dask scheduler (or starts a local cluster) for ``--executor dask``.
 
@@ -365,7 +389,8 @@ def _autograde(args: argparse.Namespace) -> int:
         )
         for assignment in assignments
     ]
-    zygotes = _launch(args, course, assignments, max(waiting))
+    executor = executor or _service(args, course, assignments, max(waiting))
+    zygotes = [] if executor is not None else _launch(args, course, assignments, max(waiting))
     done: list[str] = []
     try:
         # Imported while the zygotes import torch.
@@ -461,7 +486,8 @@ def _grade(args: argparse.Namespace) -> int:
     entries = list(folder.iterdir()) if folder.is_dir() else []
     students = len(args.student) if args.student else len(entries)
     # Imports read from the release folder as it is: the build below may change them.
-    zygotes = _launch(args, course, [args.assignment], students)
+    executor = executor or _service(args, course, [args.assignment], students)
+    zygotes = [] if executor is not None else _launch(args, course, [args.assignment], students)
     # Imported while the zygotes import torch.
     from autograder.pipeline.run import grade_class
 
@@ -491,6 +517,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 def _add_grading_options(command: argparse.ArgumentParser) -> None:
     from autograder.pipeline.executors import LOST_AFTER
+    from autograder.pipeline.service import KEEP_WARM_VARIABLE, keep_warm_default
 
     defaults = Limits()
     _add_course_option(command)
@@ -513,6 +540,16 @@ def _add_grading_options(command: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="the Dask scheduler to grade on (for example tcp://10.0.0.5:8786); without it, "
         "--executor dask starts a local cluster of --jobs workers for the run",
+    )
+    command.add_argument(
+        "--keep-warm",
+        type=float,
+        default=keep_warm_default(),
+        metavar="SECONDS",
+        help="grade through the course's grading service, started by the first command and "
+        "kept warm this long after the last (its processes and zygotes start once for a "
+        "run of commands); 0 starts and stops them in each command (default "
+        f"{keep_warm_default():g}, or ${KEEP_WARM_VARIABLE})",
     )
     command.add_argument(
         "--batch-size",

@@ -18,6 +18,8 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
+from autograder.demonstrations import skippable
+
 REPO = Path(__file__).resolve().parents[1]
 WORDS_PER_MINUTE = 150
 MINUTES_PER_DEMO = 1
@@ -54,8 +56,8 @@ def study_time(path: Path) -> StudyTime:
         elif cell.cell_type == "code":
             if utils.is_solution(cell):
                 exercises += 1
-            elif not utils.is_grade(cell) and not utils.is_locked(cell):
-                demos += 1
+            elif not utils.is_grade(cell) and (not utils.is_locked(cell) or skippable(cell)):
+                demos += 1  # locked: the setup cell, or a demonstration grading skips
     return StudyTime(path.stem, words, demos, exercises)
 
 

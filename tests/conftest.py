@@ -52,6 +52,22 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def no_warm_grading_service():
+    """Makes each grading command the tests start grade in processes of its own.
+
+    A command's grading service stays warm for minutes after it (with its zygotes: torch,
+    hundreds of MB each); the tests grade many courses, each once or twice, and check
+    that a command leaves no process behind. ``tests/test_service.py`` starts services
+    on purpose (``--keep-warm``) and stops them.
+    """
+    from autograder.pipeline.service import KEEP_WARM_VARIABLE
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEEP_WARM_VARIABLE, "0")
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def own_learner_folders(tmp_path_factory: pytest.TempPathFactory):
     """Points the learner's workspace and check course into this run's folders.
 

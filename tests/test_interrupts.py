@@ -23,7 +23,8 @@ import psutil
 import pytest
 
 from autograder import interrupts
-from autograder.course import REPO
+from autograder.course import REPO, Course
+from autograder.pipeline.service import stop_service
 from tests.support.small_class import copy_small_class, expected_scores, status_entries
 
 ASSIGNMENT = "01_leaf_tensors"
@@ -75,7 +76,10 @@ def _rows(course: Path) -> dict[str, dict[str, str]]:
 
 
 CASES = {
-    "ctrl-c-jobs-2": (signal.SIGINT, "group", ["--jobs", "2"]),
+    # Through the course's grading service, which the command started (the default outside
+    # the tests): it is in a session of its own (Ctrl-C does not reach it), and ends when
+    # the command is stopped.
+    "ctrl-c-jobs-2": (signal.SIGINT, "group", ["--jobs", "2", "--keep-warm", "60"]),
     "sigterm-jobs-1": (signal.SIGTERM, "command", ["--jobs", "1"]),
     "sigterm-group-jobs-2": (signal.SIGTERM, "group", ["--jobs", "2"]),
     "ctrl-c-dask": (signal.SIGINT, "group", ["--executor", "dask", "--jobs", "2"]),
@@ -142,6 +146,7 @@ def test_a_signal_stops_grading_keeps_what_was_graded_and_a_rerun_finishes(tmp_p
 
     again = _grade(course, submissions, tmp, options, tmp_path / "again.log")
     assert again.wait(timeout=WAIT) == 0, (tmp_path / "again.log").read_text()[-3000:]
+    stop_service(Course.at(course))  # the second run's, when it started one
     rows = _rows(course)
     for student in students:
         got = {column: rows[student][column] for column in expected[student]}

@@ -28,6 +28,7 @@ the notebook's metadata under ``autograder`` (see :mod:`autograder.submission`).
 
 from __future__ import annotations
 
+import copy
 import re
 from queue import Empty
 from time import monotonic
@@ -39,10 +40,17 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, Unicode
 
 from autograd_pitfalls.messages import ENGLISH, language_of_metadata, translate_errors
 from autograder.course import exercise_name
+from autograder.demonstrations import (
+    SKIPPABLE,
+    SKIPPED_NOTE,
+    bound_names,
+    skipped_names_read,
+)
+from autograder.demonstrations import skippable as skippable_cell
 from autograder.kernel.protocol import GUARD_REPLY, GUARD_REQUEST, OBSERVATIONS_MAX_CHARS
 from autograder.kernel.protocol import OBSERVATIONS_MIME as MIME
 from autograder.pipeline.judge import (
@@ -117,10 +125,37 @@ class SandboxedExecute(Execute):
         "", help="The course's grading secret (hex): seeds each student's hidden cases."
     ).tag(config=True)
 
+    skip_demonstrations = Bool(
+        True,
+        help="Skip the demonstrations the release marks as such (autograder.demonstrations); "
+        "the notebook runs again whole when a cell reads a name one of them defines.",
+    ).tag(config=True)
+
     def preprocess(
         self, nb: NotebookNode, resources: Any = None, km: Any = None
     ) -> tuple[NotebookNode, Any]:
-        """Executes ``nb`` and records timeouts, memory errors, crashes and tampering."""
+        """Executes ``nb`` and records timeouts, memory errors, crashes and tampering.
+
+        The demonstrations the release marks are skipped; if a cell then reads what one
+        of them defines (``NameError``), the notebook is run again with every cell.
+        """
+        about = nb.metadata.get(KEY, {})
+        skippable = set(about.get(SKIPPABLE, [])) if self.skip_demonstrations else set()
+        whole = copy.deepcopy(nb) if skippable else None
+        nb, resources = self._run(nb, resources, km, skippable)
+        missing = skipped_names_read(nb.cells, self._skipped_names)
+        if whole is not None and missing:
+            self.log.info("a cell reads %s, defined by a skipped demonstration", missing)
+            first = nb.metadata[KEY]["seconds"]["run"]
+            nb, resources = self._run(whole, resources, km, set())
+            nb.metadata[KEY]["skipped"] = {"cells": [], "ran_whole_for": missing}
+            nb.metadata[KEY]["seconds"]["run"] += first
+        return nb, resources
+
+    def _run(
+        self, nb: NotebookNode, resources: Any, km: Any, skippable: set[str]
+    ) -> tuple[NotebookNode, Any]:
+        """Runs the notebook once, skipping the cells of ``skippable`` (grade ids)."""
         self.shutdown_kernel = "immediate"  # its state is discarded anyway
         self._events: dict[str, list[str]] = {}
         self._stopped = ""
@@ -130,6 +165,9 @@ class SandboxedExecute(Execute):
         self._output_used: dict[int, int] = {}
         self._observations_sent: dict[int, int] = {}
         self._truncated: set[int] = set()
+        self._skippable = skippable
+        self._skipped: list[str] = []
+        self._skipped_names: set[str] = set()
         self._deadline = monotonic() + self.notebook_timeout
         self._names = dict(nb.metadata.get("autograder", {}).get("protected_names", {}))
         self.timeout_func = self._cell_timeout
@@ -145,7 +183,19 @@ class SandboxedExecute(Execute):
         nb.metadata.setdefault(KEY, {})["seconds"] = {
             name: round(value, 4) for name, value in self._seconds.items()
         }
+        nb.metadata[KEY]["skipped"] = {"cells": list(self._skipped)}
         return nb, resources
+
+    def _skip(self, cell: NotebookNode) -> bool:
+        """Whether ``cell`` is a marked demonstration to skip (its metadata: the release's)."""
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id not in self._skippable or not skippable_cell(cell, tagged=False):
+            return False
+        cell.outputs = [new_output("stream", name="stdout", text=SKIPPED_NOTE)]
+        cell.execution_count = None
+        self._skipped.append(grade_id)
+        self._skipped_names |= bound_names(cell.source)
+        return True
 
     def _prepare_judges(self, nb: NotebookNode, resources: dict) -> None:
         """Finds the notebook's judges and what this student's seeds are drawn from."""
@@ -191,6 +241,8 @@ class SandboxedExecute(Execute):
     ) -> tuple[NotebookNode, Any]:
         """Runs one cell within the limits, or marks it as not run."""
         if cell.cell_type != "code" or not cell.source.strip():
+            return cell, resources
+        if self._skippable and self._skip(cell):
             return cell, resources
         if not self._first_cell_at:
             self._first_cell_at = monotonic()

@@ -29,6 +29,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
+from autograder.demonstrations import SKIPPABLE, skippable_ids
 from autograder.submission import KEY, NOTES, TAMPERED, record, reset
 
 COMPARED = ("grade", "solution", "locked", "points", "task")
@@ -217,6 +218,11 @@ def _released_names(path: str, modified: int) -> dict[str, str]:
     return protected_names(_released(path, modified))
 
 
+@functools.lru_cache(maxsize=8)
+def _released_skippable(path: str, modified: int) -> tuple[str, ...]:
+    return tuple(skippable_ids(_released(path, modified).cells))
+
+
 class RestoreFromSource(NbGraderPreprocessor):
     """Restores a submission's nbgrader cells from the released notebook (sanitize step)."""
 
@@ -239,4 +245,6 @@ class RestoreFromSource(NbGraderPreprocessor):
         record(nb, NOTES, *moved_tests(nb.cells))
         names = _released_names(str(released), modified)
         nb.metadata.setdefault(KEY, {})["protected_names"] = dict(names)
+        # The demonstrations grading may skip, from the release: never what a student marked.
+        nb.metadata[KEY][SKIPPABLE] = list(_released_skippable(str(released), modified))
         return nb, resources

@@ -316,7 +316,7 @@ assert finding.line == write.location and write.code == "d[:] = 0"
 # What the block costs: the same 600 small ops (300 multiplications and 300 additions), timed outside it and inside it (the fastest of five runs each).
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-tracking-cost", "locked": true} tags=["grading-skip"]
 def small_ops() -> torch.Tensor:
     y = x * 1
     for _ in range(300):

@@ -224,7 +224,7 @@ assert detach_write.code == "out_detach.detach().zero_()"
 # %% [markdown]
 # The drawing shows the saved output in red, with both versions and the line of the write.
 
-# %%
+# %% nbgrader={"grade_id": "demo-draw-detach", "locked": true} tags=["grading-skip"]
 draw(loss_detach, names={"a": a, "out": out_detach})
 
 # %% [markdown]
@@ -232,7 +232,7 @@ draw(loss_detach, names={"a": a, "out": out_detach})
 # But the counter of `out_data` did not move, so nothing ties that write to the tensor `SigmoidBackward0` saved.
 # `diagnose` finds nothing, and the drawing has no red: the graph looks healthy and `backward()` will give zeros.
 
-# %%
+# %% nbgrader={"grade_id": "demo-draw-data", "locked": true} tags=["grading-skip"]
 print("writes recorded:", [write.code for write in log.writes])
 assert [write.code for write in log.writes] == [
     "out_detach.detach().zero_()",
@@ -1480,7 +1480,7 @@ assert held[True, "+= loss"] == [0] * 30  # backward() freed what each step save
 per_step = 16 * 16 * 4 + 16 * 1 * 4  # float32 bytes: tanh's output (16, 16), pow's input (16, 1)
 assert held[False, "+= loss"] == [per_step * step for step in range(1, 31)]  # nothing frees it
 
-# %%
+# %% nbgrader={"grade_id": "demo-graph-growth-plot", "locked": true} tags=["grading-skip"]
 figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
 steps = range(1, 31)
 styles = {"+= loss": "-", "+= loss.item()": "--", "+= loss.detach()": ":"}  # the last two overlap

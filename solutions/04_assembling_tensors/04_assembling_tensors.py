@@ -198,7 +198,7 @@ assert torch.equal(stack_grad, fill_grad) and torch.equal(cat_grad, fill_grad)
 # %% [markdown]
 # The graph of `B`, drawn without its saved tensors (the pieces' inputs, as above): one `StackBackward0` where the fill-in had a chain of five `CopySlices`.
 
-# %%
+# %% nbgrader={"grade_id": "demo-draw-stacked", "locked": true} tags=["grading-skip"]
 draw(B, names={"a": a, "B": B}, saved=())
 
 # %% [markdown]
@@ -304,7 +304,7 @@ assert torch.equal(models["detach"].paramn_.grad, torch.ones(2))
 # Give the network the weights `[0, 0, 1]` (so `eta = kn`), and ask both models to reach `eta = 0.3` by gradient descent.
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-fit-eta", "locked": true} tags=["grading-skip"]
 def fit_eta(variant: str, target: float = 0.3, steps: int = 100) -> tuple[float, torch.Tensor]:
     """Fits paramn_ so that eta = kn reaches target; returns the final eta and paramn_."""
     torch.manual_seed(0)
@@ -1145,7 +1145,7 @@ probe_and_judge("q3", hidden_cases, observe, judge)
 # Count them, then time a forward and backward pass for 200 pieces (a few repetitions, so that the cell stays fast).
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-assembly-timing", "locked": true} tags=["grading-skip"]
 def count_nodes(output: torch.Tensor) -> int:
     """Returns the number of backward nodes reachable from output.grad_fn."""
     seen, todo = set(), [output.grad_fn]

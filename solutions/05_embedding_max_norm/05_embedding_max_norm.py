@@ -218,7 +218,7 @@ with expect_error(
 # The graph, drawn before that `backward()`, shows the saved weight in red, with both versions.
 # To fit the page it shows only the saved tensors named `self` (each node's first input; `MmBackward0` saved the weight as `self`).
 
-# %%
+# %% nbgrader={"grade_id": "demo-seed-graph", "locked": true} tags=["grading-skip"]
 seed_graph
 
 # %% [markdown]
@@ -344,7 +344,7 @@ assert not torch.allclose(cloned[0][1:], reorder[0][1:])  # rows 1 and 2: before
 # The graph of the `clone()` fix, drawn before its `backward()`, again with only the saved tensors named `self`: the first `MmBackward0` now saves the clone (a tensor of its own, never written) instead of the weight.
 # Nothing is red; the gradient still reaches the weight through `CloneBackward0`.
 
-# %%
+# %% nbgrader={"grade_id": "demo-clone-graph", "locked": true} tags=["grading-skip"]
 graph_with_clone
 
 # %% [markdown]

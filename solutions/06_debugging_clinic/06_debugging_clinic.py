@@ -113,7 +113,7 @@ assert torch.allclose(of_mse, of_mean)  # F.mse_loss is the mean
 # Adam divides each step by a running estimate of the gradient's size, so a constant factor cancels out: with Adam, the sum and the mean train the same (up to Adam's tiny `eps`).
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-mean-vs-sum", "locked": true} tags=["grading-skip"]
 def final_loss(reduce, optimizer_class=torch.optim.SGD, steps: int = 20, lr: float = 0.1) -> float:
     """Trains a fresh model on the data with reduce(per-point losses); returns the last mean loss."""
     torch.manual_seed(0)
@@ -455,7 +455,7 @@ assert torch.allclose(model.weight.grad, 3 * once)
 # There is no error; the loss still falls at first, then overshoots and swings: each step uses the sum of all earlier gradients, which keeps pushing the old way after the minimum is passed.
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-no-zero-grad", "locked": true} tags=["grading-skip"]
 def losses_without_zero_grad(steps: int = 40, lr: float = 0.05) -> list[float]:
     torch.manual_seed(0)
     model = nn.Linear(3, 1)
@@ -1248,7 +1248,7 @@ with expect_error(RuntimeError, match="modified by an inplace operation"):
 # Below, that memory is measured with `torch.autograd.graph.saved_tensors_hooks`, which sees every tensor a node saves: the distinct storages still alive, after each chunk's `backward()`, on a longer stream.
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-saved-memory", "locked": true} tags=["grading-skip"]
 class Saved:
     """What a pack hook keeps for each tensor a node saves: alive exactly as long as the graph."""
 
@@ -1764,7 +1764,7 @@ assert [finding.code for finding in lint(TinyLM)] == ["AGP150"]
 # The fix for both: look every token up first (one write, before any use of the weight), and assemble the logits with `torch.stack` instead of a CPU buffer; the hidden state starts from the embedding's device and dtype.
 
 
-# %%
+# %% nbgrader={"grade_id": "demo-fixed-tiny-lm", "locked": true} tags=["grading-skip"]
 class FixedTinyLM(TinyLM):
     """TinyLM with the lookup first and the logits stacked."""
 
@@ -1864,7 +1864,7 @@ assert {finding.node for finding in report.findings} == {
 # %% [markdown]
 # The graph, drawn before that `backward()` with only the saved tensors named `result`, shows the saved activation in red, with the line that wrote it.
 
-# %%
+# %% nbgrader={"grade_id": "demo-normed-graph", "locked": true} tags=["grading-skip"]
 normed_graph
 
 # %% [markdown]
@@ -1873,7 +1873,7 @@ normed_graph
 # Then `backward()` works, and the penalty does nothing: `torch.tensor([...])` copied its values (notebook 04), so the gradient with the penalty equals the gradient without it.
 # The linter finds the second (the first needs `diagnose`: whether `h /= ...` breaks anything depends on what saved `h`, which only the graph knows):
 
-# %%
+# %% nbgrader={"grade_id": "demo-out-of-place-penalty", "locked": true} tags=["grading-skip"]
 assert [finding.code for finding in lint(NormedNet, penalised_loss)] == ["AGP120"]
 
 
