@@ -34,8 +34,8 @@ notebooks: $(SETUP) ## Regenerate notebooks/ from solutions/
 check: $(SETUP) ## Grade your notebooks as the grader does (all of workspace/, or NB=path; LANG=zh-CN: workspace/zh-CN/); STRICT=1 to exit 1 while one fails
 	@$(LOCALE) $(PYTHON) -m autograder check $(EDITION) $(if $(STRICT),,--exit-zero) $(NB)
 
-changes: $(SETUP) ## Show what a new version of the course changed in the exercises you answered
-	@$(PYTHON) -m autograder changes
+changes: $(SETUP) ## Show what a new version of the course changed in the exercises you answered (LANG=zh-CN: workspace/zh-CN/)
+	@$(LOCALE) $(PYTHON) -m autograder changes $(EDITION)
 
 fixtures: $(SETUP) ## Regenerate the sample submissions in autograder/fixtures/
 	$(PYTHON) -m tests.support

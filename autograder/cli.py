@@ -641,24 +641,33 @@ def _sane_locale() -> None:
 
 def _changes(args: argparse.Namespace) -> int:
     """Prints what changed in the course's release for the exercises the learner answered."""
+    from autograd_pitfalls.messages import ENGLISH, translate
     from autograder.course import REPO
+    from autograder.i18n.catalog import LANGUAGES
     from autograder.learner.workspace import exercise_changes, workspace_notebooks
 
-    workspace = _workspace(args)
+    language = args.lang
+    if language != ENGLISH and language not in LANGUAGES:
+        raise AutograderError(f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}")
+    # An edition's workspace and release are its own folders (as `make lab LANG=...` made them).
+    edition = "" if language == ENGLISH else language
+    workspace = _workspace(args) / edition
+    release = REPO / "notebooks" / edition
     notebooks = [Path(name).resolve() for name in args.notebooks] or (
         workspace_notebooks(workspace) if workspace.is_dir() else []
     )
     if not notebooks:
-        raise AutograderError(f"no notebook in {workspace}: `make lab` makes it on first use")
+        missing = f"no notebook in {workspace}: `make lab` makes it on first use"
+        raise AutograderError(translate(missing, language))
     said = False
     for notebook in notebooks:
-        lines = exercise_changes(notebook, workspace, REPO / "notebooks")
+        lines = exercise_changes(notebook, workspace, release, language)
         if lines:
             print(f"{notebook.name}:")
             print("\n".join(f"  {line}" for line in lines))
             said = True
     if not said:
-        print("Nothing you answered has changed in the course's notebooks.")
+        print(translate("Nothing you answered has changed in the course's notebooks.", language))
     return 0
 
 
@@ -815,6 +824,12 @@ def parser() -> argparse.ArgumentParser:
         "notebooks", nargs="*", help="workspace notebooks (default: all of them)"
     )
     _add_workspace_option(changes_cmd)
+    changes_cmd.add_argument(
+        "--lang",
+        default="en",
+        help="the edition: en (default) or zh-CN (the notebooks of <workspace>/zh-CN/, "
+        "compared with notebooks/zh-CN/; what it says, in Chinese)",
+    )
     changes_cmd.set_defaults(run=_changes)
 
     torch_cmd = commands.add_parser(

@@ -195,3 +195,40 @@ def test_a_learners_saved_answer_survives_build_grade_fixtures_and_the_tests(tmp
         )
         assert done.returncode == 0, f"{command}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         assert _tree(workspace) == before, f"{command} wrote in the learner's workspace"
+
+
+def test_changes_in_a_zh_cn_workspace_compares_the_zh_cn_release_and_speaks_chinese(tmp_path):
+    release = tmp_path / "release"
+    shutil.copytree(REPO / "notebooks" / "zh-CN", release)
+    workspace = tmp_path / "workspace" / "zh-CN"
+    prepare(workspace, release)
+    mine = workspace / f"{FIRST}.ipynb"
+    _answer(mine, "q1", "def predict_snippet():\n    return {}")
+    source = release / FIRST / f"{FIRST}.ipynb"
+    q1_line = exercises(nbformat.read(source, as_version=4))["q1"].text.splitlines()[-1]
+    _edit_markdown(source, q1_line, q1_line + "（改动）")
+
+    lines = exercise_changes(mine, workspace, release, "zh-CN")
+
+    assert lines[0] == "q1：课程的新版本改动了这个练习（说明文字）"
+    assert "q1 说明文字（你的版本）" in lines[1]
+    assert f"+{q1_line}（改动）" in [line.strip() for line in lines]
+
+
+def test_make_changes_lang_zh_cn_reads_the_zh_cn_workspace(tmp_path):
+    workspace = tmp_path / "workspace"
+    prepare(workspace / "zh-CN", REPO / "notebooks" / "zh-CN")
+    command = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "changes",
+        "--lang=zh-CN",
+        f"--workspace={workspace}",
+    ]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "你作答过的练习在课程的笔记本中都没有改动。"
+    empty = tmp_path / "empty"
+    command[-1] = f"--workspace={empty}"
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode != 0 and "中没有笔记本" in done.stderr

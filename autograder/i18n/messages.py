@@ -44,7 +44,7 @@ _VERDICT_ERRORS = ("AssertionError", "HiddenCheckError", "NotImplementedError")
 def grader_templates() -> list[str]:
     """The grader's and the learner tools' own sentences, as templates."""
     from autograder.i18n.edition import HELPERS_STAY_ENGLISH
-    from autograder.learner import summary, validate_button, verdict
+    from autograder.learner import summary, validate_button, verdict, workspace
     from autograder.pipeline import judge
     from autograder.preprocessors.execute import JUDGED_BY_THE_GRADER
 
@@ -56,6 +56,7 @@ def grader_templates() -> list[str]:
         *summary.MESSAGES,
         *verdict.MESSAGES,
         *validate_button.MESSAGES,
+        *workspace.MESSAGES,
         HELPERS_STAY_ENGLISH,
     ]
 

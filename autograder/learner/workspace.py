@@ -30,6 +30,7 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
+from autograd_pitfalls.messages import ENGLISH, translate
 from autograder.course import REPO, exercise_name
 
 # Set to use another folder than the repository's workspace/ (the tests use their own).
@@ -173,6 +174,21 @@ def workspace_notebooks(workspace: Path) -> list[Path]:
 
 # --- what changed in the exercises a learner answered ----------------------------------
 
+# What ``make changes`` says, as templates of the message catalog (a zh-CN workspace reads
+# them in Chinese: autograd_pitfalls/locale/zh-CN.po).
+MESSAGES = (
+    "{0}: no longer in the course's new version",
+    "{0}: changed in the course's new version ({1})",
+    "new exercises: {0}",
+    "{0} (your version)",
+    "{0} (the course's new version)",
+    "text",
+    "function to complete",
+    "visible tests",
+    "Nothing you answered has changed in the course's notebooks.",
+    "no notebook in {0}: `make lab` makes it on first use",
+)
+
 
 @dataclass(frozen=True)
 class Exercise:
@@ -227,19 +243,21 @@ def _answer_sources(notebook: nbformat.NotebookNode) -> dict[str, str]:
     }
 
 
-def _diff(name: str, before: str, after: str) -> list[str]:
+def _diff(name: str, before: str, after: str, language: str) -> list[str]:
     return list(
         difflib.unified_diff(
             before.splitlines(),
             after.splitlines(),
-            f"{name} (your version)",
-            f"{name} (the course's new version)",
+            translate(f"{name} (your version)", language),
+            translate(f"{name} (the course's new version)", language),
             lineterm="",
         )
     )
 
 
-def exercise_changes(notebook: Path, workspace: Path, release: Path) -> list[str]:
+def exercise_changes(
+    notebook: Path, workspace: Path, release: Path, language: str = ENGLISH
+) -> list[str]:
     """What changed in the course's release for the exercises this notebook answers.
 
     Compares the release the learner's notebook was copied from with the course's current
@@ -249,7 +267,9 @@ def exercise_changes(notebook: Path, workspace: Path, release: Path) -> list[str
     Args:
         notebook: A notebook of the workspace.
         workspace: The workspace.
-        release: The course's released notebooks.
+        release: The course's released notebooks (of the workspace's edition).
+        language: The edition's language: what this function says is in it (the diffs
+            show the notebooks' own text).
 
     Returns:
         Lines to print; empty when nothing the learner answered has changed.
@@ -269,21 +289,22 @@ def exercise_changes(notebook: Path, workspace: Path, release: Path) -> list[str
         old, new = before.get(name), after.get(name)
         if old is None or new is None:
             if new is None:
-                lines.append(f"{name}: no longer in the course's new version")
+                lines.append(translate(f"{name}: no longer in the course's new version", language))
             continue
         parts = [
-            ("text", old.text, new.text),
-            ("function to complete", old.stub, new.stub),
-            ("visible tests", old.tests, new.tests),
+            (translate("text", language), old.text, new.text),
+            (translate("function to complete", language), old.stub, new.stub),
+            (translate("visible tests", language), old.tests, new.tests),
         ]
         changed = [(part, a, b) for part, a, b in parts if a != b]
         if not changed:
             continue
         parts_changed = ", ".join(part for part, *_ in changed)
-        lines.append(f"{name}: changed in the course's new version ({parts_changed})")
+        said = f"{name}: changed in the course's new version ({parts_changed})"
+        lines.append(translate(said, language))
         for part, a, b in changed:
-            lines.extend(f"    {line}" for line in _diff(f"{name} {part}", a, b))
+            lines.extend(f"    {line}" for line in _diff(f"{name} {part}", a, b, language))
     added = [name for name in after if name not in before]
     if added:
-        lines.append(f"new exercises: {', '.join(added)}")
+        lines.append(translate(f"new exercises: {', '.join(added)}", language))
     return lines
