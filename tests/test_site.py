@@ -10,10 +10,16 @@ The browser part opens every page from a local static server in Debian's Chromiu
 (Playwright, as ``tests/test_browser.py``) and checks it as a visitor would: no console
 error, every image loaded, every internal link resolving, no horizontal scroll at 375 px,
 search finding each lesson, and no serious or critical violation reported by axe-core.
+
+The zh-CN edition is built beside the English one; its pages show the English
+executions under Chinese prose, and every page of each edition links to itself in the
+other (the language switch), which the file checks follow on every page and the browser
+checks on the zh-CN home page, first lesson and search page.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import html
 import http.server
@@ -49,6 +55,7 @@ from autograder.site.sphinx_ext import svg_text_alternative, tex_to_mathml
 
 REPOSITORY = "https://github.com/example-org/autograd-pitfalls"
 ENGLISH = EDITIONS[0]
+CHINESE = next(edition for edition in EDITIONS if edition.language == "zh-CN")
 LESSONS = ENGLISH.lessons()
 PHONE_WIDTH = 375
 
@@ -269,7 +276,8 @@ def test_math_becomes_mathml_even_where_docutils_lacks_a_command():
 def test_the_build_prints_its_time_and_size(built: Built):
     summary = built.output.strip().splitlines()[-1]
     assert re.fullmatch(
-        r"Site built in [\d.]+ s \(executing \d notebooks [\d.]+ s, \d from the cache; "
+        r"Site built in [\d.]+ s \(executing \d+ notebooks [\d.]+ s, \d+ from the cache, "
+        r"\d+ translations with their original's outputs; "
         r"Sphinx [\d.]+ s\): \d+ files, [\d.]+ MB in .+",
         summary,
     ), summary
@@ -358,6 +366,91 @@ def test_a_lesson_page_has_its_toc_neighbours_box_download_and_colab(built, less
     assert f'href="{colab}"' in text
 
 
+def _code(page: nbformat.NotebookNode) -> list[tuple[str, list]]:
+    return [(cell.source, cell.outputs) for cell in page.cells if cell.cell_type == "code"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_zh_cn_lesson_page_is_the_english_code_and_outputs_under_chinese_prose(built, lesson):
+    english, chinese = built.staged(lesson), built.staged(lesson, CHINESE)
+    assert _code(chinese) == _code(english), "the same code, the same outputs"
+    student = nbformat.read(CHINESE.student_notebook(lesson), as_version=4)
+    prose = [cell.source for cell in student.cells if cell.cell_type == "markdown"]
+    shown = [cell.source for cell in chinese.cells if cell.cell_type == "markdown"]
+    assert all(text in shown for text in prose), "every cell of the zh-CN prose is on the page"
+    assert not set(prose) & {c.source for c in english.cells if c.cell_type == "markdown"}
+    text = built.lesson(lesson, CHINESE).read_text()
+    assert '<html lang="zh-CN"' in text
+    words = html.unescape(re.sub(r"<[^>]+>", "", text))
+    assert CHINESE.words.run_title in words and CHINESE.words.exercise_note in words
+    [download] = re.findall(r'href="(\.\./_downloads/[0-9a-f]+/[^"]+\.ipynb)"', text)
+    file = (built.lesson(lesson, CHINESE).parent / download).resolve()
+    assert file.read_bytes() == CHINESE.student_notebook(lesson).read_bytes()
+    colab = f"https://colab.research.google.com/github/example-org/autograd-pitfalls/blob/main/notebooks/zh-CN/{lesson}/{lesson}.ipynb"
+    assert f'href="{colab}"' in text
+
+
+@pytest.mark.slow
+def test_every_page_of_each_edition_links_to_the_same_page_in_the_other(built):
+    editions = [ENGLISH, CHINESE]
+    for edition in editions:
+        folder = built.site / edition.language
+        pages = [
+            page
+            for page in folder.rglob("*.html")
+            if not page.relative_to(folder).parts[0].startswith("_")
+        ]
+        assert len(pages) >= len(LESSONS) + 3  # the home page, the lessons, search, index
+        for page in pages:
+            text = page.read_text()
+            nav = re.search(r'<nav class="site-language-switch"[^>]*>(.*?)</nav>', text, re.S)
+            assert nav, f"{page.relative_to(built.site)} has no language switch"
+            assert f'aria-current="true">{edition.name}<' in nav.group(1)
+            links = {
+                code: href
+                for href, code in re.findall(
+                    r'<a class="site-language" href="([^"]+)" hreflang="([^"]+)"', nav.group(1)
+                )
+            }
+            assert set(links) == {other.language for other in editions if other != edition}
+            for code, href in links.items():
+                target = (page.parent / href).resolve()
+                assert target == (built.site / code / page.relative_to(folder)).resolve()
+                assert target.is_file(), f"{page.relative_to(built.site)}: {href} leads nowhere"
+                assert f'<link rel="alternate" hreflang="{code}" href="{href}">' in text
+
+
+def test_a_translated_edition_executes_its_own_notebook_when_its_code_differs(
+    tmp_path, monkeypatch
+):
+    english = nbformat.v4.new_notebook()
+    english.cells = [nbformat.v4.new_markdown_cell("Hello"), nbformat.v4.new_code_cell("1 + 1")]
+    chinese = copy.deepcopy(english)
+    chinese.cells[0].source = "你好"
+    paths = {"en": tmp_path / "en.ipynb", "zh": tmp_path / "zh.ipynb"}
+    ran = []
+
+    def executed(notebook: Path, cache: Path) -> tuple[nbformat.NotebookNode, bool]:
+        ran.append(notebook.stem)
+        done = nbformat.read(notebook, as_version=4)
+        for cell in done.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", text=f"ran {notebook.stem}")]
+        return done, False
+
+    monkeypatch.setattr(execute, "executed", executed)
+    nbformat.write(english, paths["en"])
+    nbformat.write(chinese, paths["zh"])
+    same, _ = execute.executed_like(paths["zh"], paths["en"], tmp_path)
+    assert ran == ["en"] and same.cells[0].source == "你好"
+    assert same.cells[1].outputs[0].text == "ran en"
+    chinese.cells[1].source = "1 + 2"
+    nbformat.write(chinese, paths["zh"])
+    differs, _ = execute.executed_like(paths["zh"], paths["en"], tmp_path)
+    assert ran == ["en", "zh"] and differs.cells[1].outputs[0].text == "ran zh"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_graph_on_a_page_has_a_text_alternative_made_from_it(built, lesson):
@@ -422,7 +515,11 @@ def _pages(edition: Edition = ENGLISH) -> list[str]:
     return [f"{edition.language}/{page}" for page in ["index.html", *lessons, "search.html"]]
 
 
-PAGES = _pages()
+# Every English page; of the zh-CN edition, the pages that differ in kind (the lessons share
+# one template, and their content is the English pages' code and outputs, checked as files).
+PAGES = _pages() + [
+    f"zh-CN/{page}" for page in ("index.html", f"lessons/{LESSONS[0]}.html", "search.html")
+]
 # axe's colour-contrast rule takes 2 to 16 s per lesson page (thousands of highlighted
 # code spans). The lessons share one template and one stylesheet, and their outputs are of
 # the same kinds (printed text, graphs, plots: no notebook writes to stderr, as
@@ -452,12 +549,20 @@ def _resolves(site: Path, base: str, url: str) -> bool:
 
 
 @pytest.mark.slow
-def test_the_sites_root_leads_to_the_first_edition(server, chromium):
-    page = chromium.new_page()
+@pytest.mark.parametrize(
+    ("locale", "edition"),
+    [("en-US", "en"), ("zh-CN", "zh-CN"), ("zh-TW", "zh-CN"), ("fr-FR", "en")],
+)
+def test_the_sites_root_leads_to_the_edition_of_the_browsers_language(
+    server, chromium, locale, edition
+):
+    context = chromium.new_context(locale=locale)
+    page = context.new_page()
     page.goto(f"{server}/index.html")
-    page.wait_for_url(f"{server}/{EDITIONS[0].language}/", timeout=10_000)
+    page.wait_for_url(f"{server}/{edition}/", timeout=10_000)
     assert page.title().startswith("autograd-pitfalls")
-    page.close()
+    assert page.evaluate("document.documentElement.lang") == edition
+    context.close()
 
 
 @pytest.mark.slow
@@ -514,6 +619,24 @@ def test_a_page_loads_whole_and_passes_axe_and_fits_a_phone(built, server, chrom
     assert width <= PHONE_WIDTH, f"{path} is {width} px wide on a {PHONE_WIDTH}-px phone"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"zh-CN/lessons/{lesson}.html"
+        for lesson in CHINESE.lessons()
+        if f"zh-CN/lessons/{lesson}.html" not in PAGES
+    ],
+)
+def test_the_other_zh_cn_lessons_fit_a_phone(server, chromium, path):
+    """The zh-CN lessons' prose differs from the English (a quoted path, long Latin words)."""
+    page = chromium.new_page(viewport={"width": PHONE_WIDTH, "height": 800})
+    page.goto(f"{server}/{path}", wait_until="load")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    page.close()
+    assert width <= PHONE_WIDTH, f"{path} is {width} px wide on a {PHONE_WIDTH}-px phone"
+
+
 def _search_term(title: str) -> str:
     """The longest word of a lesson's title: what a visitor who remembers it types."""
     return max(re.findall(r"[A-Za-z]{4,}", title), key=len).lower()
@@ -536,3 +659,36 @@ def test_search_finds_each_lesson_by_a_word_of_its_title(built, server, chromium
             missing[lesson] = (term, found)
     page.close()
     assert not missing, f"search did not find these lessons by a word of their title: {missing}"
+
+
+def _chinese_search_term(title: str) -> str:
+    """The longest Chinese word of a title, split as the site's search index splits it."""
+    import jieba
+
+    words = [w for w in jieba.cut_for_search(title) if re.fullmatch(r"[\u4e00-\u9fff]{2,}", w)]
+    return max(words, key=len)
+
+
+@pytest.mark.slow
+def test_search_finds_each_zh_cn_lesson_by_a_chinese_word_of_its_title(built, server, chromium):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = chromium.new_page()
+    missing = {}
+    for lesson in CHINESE.lessons():
+        title = built.staged(lesson, CHINESE).cells[0].source.splitlines()[0].removeprefix("# ")
+        term = _chinese_search_term(title)
+        page.goto(f"{server}/zh-CN/search.html?q={term}", wait_until="load")
+        try:
+            page.wait_for_selector("#search-results ul.search li", timeout=15_000)
+        except PlaywrightTimeout:  # no result at all: reported with the others
+            missing[lesson] = (term, [])
+            continue
+        found = page.evaluate(
+            "() => [...document.querySelectorAll('#search-results ul.search li a')]"
+            ".map(a => a.getAttribute('href'))"
+        )
+        if not any(f"lessons/{lesson}.html" in href for href in found):
+            missing[lesson] = (term, found)
+    page.close()
+    assert not missing, f"search did not find these zh-CN lessons by their title: {missing}"

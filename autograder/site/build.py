@@ -11,7 +11,9 @@ machine's paths (autograder/site/leaks.py): a leak fails the build.
 
 from __future__ import annotations
 
+import html
 import io
+import json
 import shutil
 import time
 from collections.abc import Sequence
@@ -55,6 +57,7 @@ class BuildReport:
         sphinx_seconds: Rendering with Sphinx.
         executed: Notebooks executed in this build.
         cached: Notebooks taken from the cache.
+        shared: Translated notebooks shown with another edition's execution (same code).
         files: Files in the site.
         size: Their bytes.
         leaks: What the leak check found (the build raises when any).
@@ -66,6 +69,7 @@ class BuildReport:
     sphinx_seconds: float = 0.0
     executed: int = 0
     cached: int = 0
+    shared: int = 0
     files: int = 0
     size: int = 0
     leaks: list[Leak] = field(default_factory=list)
@@ -74,7 +78,8 @@ class BuildReport:
         """One line for the terminal, e.g. ``Site built in 45.1 s (...): 180 files, 6.2 MB``."""
         return (
             f"Site built in {self.seconds:.1f} s (executing {self.executed} notebooks "
-            f"{self.execute_seconds:.1f} s, {self.cached} from the cache; Sphinx "
+            f"{self.execute_seconds:.1f} s, {self.cached} from the cache, {self.shared} "
+            f"translations with their original's outputs; Sphinx "
             f"{self.sphinx_seconds:.1f} s): {self.files} files, {self.size / 1e6:.1f} MB "
             f"in {_shown(self.out)}"
         )
@@ -107,8 +112,14 @@ def stage(
     for lesson in edition.lessons():
         student = edition.student_notebook(lesson)
         started = time.perf_counter()
-        notebook, from_cache = execute.executed(student, cache)
-        if from_cache:
+        reference = edition.reference_notebook(lesson)
+        if reference is None:
+            notebook, from_cache = execute.executed(student, cache)
+        else:
+            notebook, from_cache = execute.executed_like(student, reference, cache)
+        if reference is not None and from_cache:
+            report.shared += 1
+        elif from_cache:
             report.cached += 1
         else:
             report.executed += 1
@@ -131,18 +142,37 @@ def stage(
 
 
 def render(
-    edition: Edition, src: Path, html_out: Path, doctrees: Path, repository: Repository | None
+    edition: Edition,
+    src: Path,
+    html_out: Path,
+    doctrees: Path,
+    repository: Repository | None,
+    editions: Sequence[Edition] = (),
 ) -> None:
     """Renders the staged sources with Sphinx; any warning fails the build.
+
+    Args:
+        edition: The edition rendered.
+        src: Its staged sources.
+        html_out: Where Sphinx writes the pages.
+        doctrees: Sphinx's cache of parsed pages.
+        repository: Where the repository is published, or None.
+        editions: Every edition of the site (the language switch links to the others).
 
     Raises:
         SiteError: With Sphinx's warnings, when there are any.
     """
-    from sphinx.application import Sphinx  # imported here: only the build needs it
+    # Imported here: only the build needs them.
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace
 
     overrides: dict[str, object] = {
-        "language": edition.language,
+        "language": edition.sphinx_language,
         "site_figure_alt": edition.words.figure_alt,
+        "site_language": edition.language,
+        "site_languages_label": edition.words.languages,
+        # One string (code=name|code=name): confoverrides takes strings most reliably.
+        "site_editions": "|".join(f"{e.language}={e.name}" for e in editions),
     }
     if repository is not None:
         overrides |= {
@@ -151,33 +181,58 @@ def render(
             "html_theme_options.use_repository_button": True,
         }
     status, warnings = io.StringIO(), io.StringIO()
-    app = Sphinx(
-        srcdir=src,
-        confdir=CONF,
-        outdir=html_out,
-        doctreedir=doctrees,
-        buildername="html",
-        confoverrides=overrides,
-        status=status,
-        warning=warnings,
-    )
-    app.build()
+    # Each edition is a Sphinx application of its own in this process: docutils keeps the
+    # directives and roles extensions register in globals, which the namespace gives back
+    # afterwards (as sphinx-build does), or the next edition's extensions would find them
+    # taken and warn.
+    with docutils_namespace():
+        app = Sphinx(
+            srcdir=src,
+            confdir=CONF,
+            outdir=html_out,
+            doctreedir=doctrees,
+            buildername="html",
+            confoverrides=overrides,
+            status=status,
+            warning=warnings,
+        )
+        app.build()
     if warnings.getvalue().strip() or app.statuscode:
         raise SiteError(f"Sphinx warned while building the site:\n{warnings.getvalue()}")
 
 
 def root_page(editions: Sequence[Edition]) -> str:
-    """``index.html`` above the editions: it sends a visitor to the first edition."""
+    """``index.html`` above the editions: it sends a visitor to the edition of their language.
+
+    A script picks the first edition whose language the browser prefers (``zh-TW`` or
+    ``zh`` count for ``zh-CN``: the base language decides); without one, or without
+    scripts, the first edition. The page also lists every edition by name.
+    """
     first = editions[0].language
     links = "".join(
-        f'<li><a href="{e.language}/" hreflang="{e.language}">{e.language}</a></li>'
+        f'<li><a href="{e.language}/" hreflang="{e.language}" lang="{e.language}">'
+        f"{html.escape(e.name)}</a></li>"
         for e in editions
+    )
+    codes = json.dumps([e.language for e in editions])
+    script = (
+        "<script>\n(function () {\n"
+        f"  var editions = {codes};\n"
+        "  var wanted = navigator.languages || [navigator.language || ''];\n"
+        "  var base = function (code) { return code.toLowerCase().split('-')[0]; };\n"
+        "  for (var i = 0; i < wanted.length; i++) {\n"
+        "    for (var j = 0; j < editions.length; j++) {\n"
+        "      if (base(wanted[i]) === base(editions[j])) {\n"
+        "        location.replace(editions[j] + '/'); return;\n"
+        "      }\n    }\n  }\n"
+        "  location.replace(editions[0] + '/');\n})();\n</script>\n"
     )
     return (
         f'<!DOCTYPE html>\n<html lang="{first}">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta http-equiv="refresh" content="0; url={first}/">\n'
-        f'<link rel="canonical" href="{first}/">\n<title>autograd-pitfalls</title>\n</head>\n'
+        f'<noscript><meta http-equiv="refresh" content="0; url={first}/"></noscript>\n'
+        f'<link rel="canonical" href="{first}/">\n<title>autograd-pitfalls</title>\n'
+        f"{script}</head>\n"
         f"<body>\n<main>\n<h1>autograd-pitfalls</h1>\n<ul>{links}</ul>\n</main>\n</body>\n</html>\n"
     )
 
@@ -217,7 +272,7 @@ def build_site(
         print(f"Building the {edition.language} edition", flush=True)
         stage(edition, folder / "src", repository, report, cache)
         rendering = time.perf_counter()
-        render(edition, folder / "src", folder / "html", folder / "doctrees", repository)
+        render(edition, folder / "src", folder / "html", folder / "doctrees", repository, editions)
         report.sphinx_seconds += time.perf_counter() - rendering
         shutil.copytree(
             folder / "html",

@@ -10,10 +10,18 @@ Executing the six notebooks takes about half a minute; the result is kept under
 ``build/site-cache/`` in a file named by a hash of everything its outputs depend on (the
 notebook, the course's helper package, the versions of torch and graphviz), so a rebuild
 of an unchanged course runs nothing, and any change to those runs it again.
+
+A translated edition's notebook has the English code cells byte for byte (the build of
+``notebooks/zh-CN`` takes them from the English release; tests/test_i18n.py holds it), so
+its pages show the English execution's outputs under its own prose
+(:func:`executed_like`) instead of running the same code again. Only the graded test
+cells' outputs would differ (their failure is in the notebook's language), and a page
+shows those without output.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import shutil
 import subprocess
@@ -95,6 +103,46 @@ def executed(notebook: Path, cache: Path = CACHE) -> tuple[nbformat.NotebookNode
         result = check_notebook(copy).executed
     keep(notebook, result, cache)
     return result, False
+
+
+def executed_like(
+    notebook: Path, reference: Path, cache: Path = CACHE
+) -> tuple[nbformat.NotebookNode, bool]:
+    """``notebook`` with the outputs of ``reference``'s execution, when their code is the same.
+
+    Args:
+        notebook: A translated edition's student notebook.
+        reference: The student notebook it was translated from (the English one).
+        cache: The folder of kept executions.
+
+    Returns:
+        ``notebook`` (its prose, its metadata) with each code cell's outputs and execution
+        count from ``reference``'s execution, and whether that came from the cache. When
+        the two notebooks' code cells differ in any way (their number, order or source),
+        ``notebook`` is executed on its own instead (:func:`executed`).
+
+    Raises:
+        ExecutionError: If a cell that is not a graded test cell raised.
+    """
+    own = nbformat.read(notebook, as_version=4)
+    if code_cells(own) != code_cells(nbformat.read(reference, as_version=4)):
+        return executed(notebook, cache)
+    ran, from_cache = executed(reference, cache)
+    result = copy.deepcopy(own)
+    outputs = [cell for cell in ran.cells if cell.cell_type == "code"]
+    for cell, done in zip(
+        (cell for cell in result.cells if cell.cell_type == "code"), outputs, strict=True
+    ):
+        cell.outputs = copy.deepcopy(done.outputs)
+        cell.execution_count = done.execution_count
+    return result, from_cache
+
+
+def code_cells(notebook: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    """Each code cell's id and source, in order: what must match for outputs to be shared."""
+    return [
+        (cell.get("id", ""), cell.source) for cell in notebook.cells if cell.cell_type == "code"
+    ]
 
 
 def cached_path(notebook: Path, cache: Path = CACHE) -> Path:

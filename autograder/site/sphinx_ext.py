@@ -1,4 +1,4 @@
-"""Sphinx additions for the course's website: math as MathML, and each figure's text alternative.
+"""Sphinx additions for the course's website: math as MathML, figures' text alternatives, languages.
 
 Math: Sphinx's default, MathJax, is a script fetched from a CDN when the page opens: a site
 built offline would show raw TeX offline, and the browser test (no network) would log
@@ -15,6 +15,7 @@ edition's words for a figure (``site_figure_alt``).
 from __future__ import annotations
 
 import html
+import logging as pylogging
 import re
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,79 @@ def _name_images(app: Sphinx, doctree: nodes.document) -> None:
         image["alt"] = label or app.config.site_figure_alt
 
 
+def parse_editions(value: str) -> list[tuple[str, str]]:
+    """``"en=English|zh-CN=中文"`` as ``[("en", "English"), ("zh-CN", "中文")]``."""
+    return [tuple(item.split("=", 1)) for item in value.split("|") if "=" in item]  # type: ignore[misc]
+
+
+def counterpart(pagename: str, language: str) -> str:
+    """The address of page ``pagename`` of the ``language`` edition, relative to the page.
+
+    >>> counterpart("lessons/01_leaf_tensors", "zh-CN")
+    '../../zh-CN/lessons/01_leaf_tensors.html'
+    >>> counterpart("index", "en")
+    '../en/index.html'
+    """
+    return "../" * (pagename.count("/") + 1) + f"{language}/{pagename}.html"
+
+
+def _language_links(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Gives the page's template its counterparts in the other editions (the switch)."""
+    current = app.config.site_language
+    links = [
+        {
+            "code": code,
+            "name": name,
+            "href": counterpart(pagename, code),
+            "current": code == current,
+        }
+        for code, name in parse_editions(app.config.site_editions)
+    ]
+    if len(links) < 2:
+        links = []  # one edition: nothing to switch to
+    context["site_language_links"] = links
+    context["site_languages_label"] = app.config.site_languages_label
+    alternates = "".join(
+        f'<link rel="alternate" hreflang="{link["code"]}" href="{html.escape(link["href"])}">\n'
+        for link in links
+        if not link["current"]
+    )
+    context["metatags"] = context.get("metatags", "") + alternates
+
+
+def _chinese_search() -> type:
+    """Sphinx's Chinese search, with the name of the stemmer it really ships.
+
+    Sphinx 9.0.4 stems a Chinese page's Latin words with the English stemmer but writes
+    ``window.Stemmer = ChineseStemmer`` into ``language_data.js``, which no script defines:
+    search pages then log a ReferenceError and find nothing (sphinx-doc/sphinx#14229,
+    fixed by #14416 after the latest release). The class is taken from ``language_name``;
+    this one names English's. Drop it when the pinned Sphinx has the fix (the browser test
+    of the zh-CN search page fails with the error without it).
+    """
+    from sphinx.search.zh import SearchChinese
+
+    class SearchChineseWithEnglishStemmer(SearchChinese):
+        language_name = "English"
+
+    return SearchChineseWithEnglishStemmer
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
-    """Registers the MathML renderer and the images' text alternatives."""
+    """Registers the MathML renderer, the images' text alternatives and the language switch."""
     app.add_config_value("site_figure_alt", FIGURE_ALT, "env", str)
+    app.add_config_value("site_language", "en", "html", str)
+    app.add_config_value("site_languages_label", "Language", "html", str)
+    app.add_config_value("site_editions", "", "html", str)
     app.add_html_math_renderer("mathml", (_visit_math, None), (_visit_displaymath, None))
     app.connect("doctree-read", _name_images)
+    app.connect("html-page-context", _language_links)
+    app.add_search_language(_chinese_search())
+    # jieba (the zh-CN search's word splitter) logs its dictionary's loading as DEBUG lines
+    # on stderr, in every build: not news. It sets its level when imported, so after that.
+    import jieba
+
+    jieba.setLogLevel(pylogging.WARNING)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,6 +25,7 @@ nb_render_error_lexer = "ipythontb"
 html_theme = "sphinx_book_theme"
 html_title = "autograd-pitfalls"
 html_static_path = ["_static"]
+templates_path = ["_templates"]
 html_favicon = "_static/favicon.svg"
 # pydata-sphinx-theme's first visit otherwise reads an empty mode and logs a console error.
 html_context = {"default_mode": "auto"}
@@ -41,6 +42,9 @@ html_theme_options = {
     "home_page_in_toc": True,
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # The language switch (autograder/site/sphinx_ext.py) before the theme's buttons: in
+    # the header of every page, on a phone too (the sidebars fold away there).
+    "article_header_end": ["language-switch.html", "article-header-buttons.html"],
 }
 # MathML (autograder/site/sphinx_ext.py): no MathJax to fetch from a CDN, read by screen readers.
 html_math_renderer = "mathml"
