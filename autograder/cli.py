@@ -648,7 +648,9 @@ def _changes(args: argparse.Namespace) -> int:
 
     language = args.lang
     if language != ENGLISH and language not in LANGUAGES:
-        raise AutograderError(f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}")
+        raise AutograderError(
+            f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}"
+        )
     # An edition's workspace and release are its own folders (as `make lab LANG=...` made them).
     edition = "" if language == ENGLISH else language
     workspace = _workspace(args) / edition
