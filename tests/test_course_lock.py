@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -34,6 +35,29 @@ with course_lock(Course.at(Path(sys.argv[1]), db_url=sys.argv[2] or None)):
     print("held", flush=True)
     time.sleep(600)
 """
+
+
+# A student's cell that holds its kernel until the test releases it (a file in its working
+# folder, which is the sandbox's own: the test reaches it through the kernel's /proc entry).
+_HELD = """
+import os, time
+open("held-by-the-test", "w").close()
+deadline = time.monotonic() + 60
+while not os.path.exists("released-by-the-test") and time.monotonic() < deadline:
+    time.sleep(0.1)
+"""
+
+
+def _release_held_students() -> int:
+    """Releases every kernel that runs :data:`_HELD`; returns how many there were."""
+    released = 0
+    for entry in os.listdir("/proc"):
+        folder = Path(f"/proc/{entry}/cwd")
+        with contextlib.suppress(OSError):
+            if entry.isdigit() and (folder / "held-by-the-test").exists():
+                (folder / "released-by-the-test").touch()
+                released += 1
+    return released
 
 
 def _command(*arguments: str, **options) -> subprocess.Popen:
@@ -73,9 +97,10 @@ def _holder_pid(course: Path) -> int | None:
 @pytest.mark.slow
 def test_a_second_command_on_a_course_being_graded_refuses_at_once_or_waits(tmp_path):
     course = tmp_path / "course"
-    # A student whose notebook takes 20 s: the first command is still grading meanwhile.
+    # A student whose notebook waits until the test releases it (60 s at most): the first
+    # command is still grading meanwhile.
     slow = nbformat.read(submissions_folder(ASSIGNMENT) / "perfect" / f"{ASSIGNMENT}.ipynb", 4)
-    slow.cells.insert(0, v4.new_code_cell("import time\ntime.sleep(20)"))
+    slow.cells.insert(0, v4.new_code_cell(_HELD))
     (tmp_path / "incoming" / "slow").mkdir(parents=True)
     nbformat.write(slow, tmp_path / "incoming" / "slow" / f"{ASSIGNMENT}.ipynb")
     first = _command("grade", ASSIGNMENT, str(tmp_path / "incoming"), "--course", str(course))
@@ -100,7 +125,13 @@ def test_a_second_command_on_a_course_being_graded_refuses_at_once_or_waits(tmp_
     assert not (course / "exports" / f"{ASSIGNMENT}_grades.csv").exists()
 
     waiting = _command("export", ASSIGNMENT, "--course", str(course), "--wait")
+    said = ""
+    while "waiting for pid" not in said and waiting.poll() is None:
+        said += waiting.stderr.readline()  # once it waits, the slow student may end
+    assert first.poll() is None, "the first command ended before the export waited"
+    assert _release_held_students() >= 1
     out, error = waiting.communicate(timeout=WAIT)
+    error = said + error
     assert first.wait(timeout=WAIT) == 0
     assert waiting.returncode == 0, error
     assert f"waiting for pid {first.pid}" in error

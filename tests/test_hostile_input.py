@@ -8,6 +8,7 @@ student at the same slot its full grade).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
@@ -186,7 +187,9 @@ def test_students_collected_but_never_graded_are_not_exported_as_ok(tmp_path):
     assert "not graded" in rows[0]["message"]
 
 
-# Run A's student: fills its uid's process limit with children that sleep, and holds them.
+# Run A's student: fills its uid's process limit with children that sleep, and holds them
+# until the test says run B is done (a file in its working folder), or 30 s at most; its
+# children outlive it, for the grader to end.
 _HOG = """
 import os
 import time
@@ -201,7 +204,9 @@ try:
 except OSError:
     pass
 print(f"holding {len(children)} processes")
-time.sleep(30)
+deadline = time.monotonic() + 30
+while not os.path.exists("hog-release") and time.monotonic() < deadline:
+    time.sleep(0.1)
 """
 
 _GRADE_ONE_RUN = """
@@ -221,6 +226,20 @@ if __name__ == "__main__":
     rows = [[row["student_id"], row["status"], row["score"], row["message"]] for row in result.rows]
     print(json.dumps(rows))
 """
+
+
+def _hog_parents() -> set[int]:
+    """The host pids of the processes whose children are run A's sleepers (its kernel)."""
+    parents = set()
+    for entry in os.listdir("/proc"):
+        try:
+            if Path(f"/proc/{entry}/cmdline").read_bytes() != b"sleep\x0061.5\x00":
+                continue
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        parents.add(int(status.split("\nPPid:", 1)[1].split()[0]))
+    return parents
 
 
 def _hog_children() -> int:
@@ -271,6 +290,12 @@ def test_two_runs_at_once_a_hog_in_one_costs_the_other_nothing(tmp_path):
     assert _hog_children() >= 20, "run A's student never started its processes"
     run_b = start("b")  # while run A's student holds its processes
     out_b, _ = run_b.communicate(timeout=300)
+    assert _hog_children() >= 20, "run A's student let go before run B was graded"
+    # Let run A's student end now (the grader then ends its children), not after its 30 s:
+    # its kernel works in a folder of the sandbox's own, which its /proc entry reaches.
+    for kernel in _hog_parents():
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{kernel}/cwd/hog-release").touch()
     out_a, _ = run_a.communicate(timeout=300)
     assert run_a.returncode == 0 and run_b.returncode == 0
     [(student, status, score, message)] = json.loads(out_b.strip().splitlines()[-1])
