@@ -155,7 +155,7 @@ def test_make_check_and_validate_speak_the_notebooks_language(tmp_path):
     text = format_verdict(verdict, "01_leaf_tensors.ipynb")
     assert "1 个练习中有 0 个通过；尚未通过：q1。" in text
     assert "按评分器的方式检查 01_leaf_tensors.ipynb" in text
-    assert "得分：0/2，与评分器给出的一致。" in text
+    assert "得分：0/2，即评分器会给出的分数。" in text
     assert "not answered" not in text and "Points" not in text
     answer = dialog_answer(verdict.as_dict())["failed"][0]
     assert answer["source"] == exercise_summary([], ["q1"], "zh-CN")
