@@ -127,3 +127,27 @@ def test_a_test_cell_that_logs_to_stderr_passes_in_make_check_and_the_lab(tmp_pa
     [entry] = output["value"]["failed"]
     assert entry["source"] == "1 of 2 exercises pass (q1); not yet: q2."
     assert "Visible tests only" in entry["error"] and "wrong" in entry["error"]
+
+
+def test_make_check_still_checks_after_a_new_course_version_changes_the_cells(tmp_path):
+    """The learner course's gradebook knows the old version's cells; nbgrader would refuse."""
+    import json
+
+    from autograder.authoring.wrong_answers import submissions_folder
+    from autograder.learner.verdict import grade_at_home, learner_course
+
+    course = learner_course(tmp_path / "check-course")
+    notebook = submissions_folder("01_leaf_tensors") / "blank" / "01_leaf_tensors.ipynb"
+    [first] = grade_at_home([notebook], course=course)
+    # As if the previous version of the course had one graded cell more than this one...
+    with course.gradebook_db() as gradebook:
+        gradebook.update_or_create_grade_cell(
+            "q9-tests", "01_leaf_tensors", "01_leaf_tensors", max_score=1, cell_type="code"
+        )
+    # ...and the learner then pulled this version: its source is newer than the build.
+    record = course.root / "built.json"
+    record.write_text(json.dumps({"01_leaf_tensors": "an older version"}))
+
+    [again] = grade_at_home([notebook], course=course)
+
+    assert again.as_dict() == first.as_dict()

@@ -25,6 +25,7 @@ from autograd_pitfalls.messages import (
     translate_errors,
 )
 from autograd_pitfalls.pitfalls import PITFALLS
+from autograder.course import REPO
 from autograder.i18n import catalog, messages
 from autograder.i18n.catalog import LANGUAGES
 from autograder.learner.summary import exercise_summary
@@ -99,6 +100,19 @@ def test_translate_finds_the_template_and_translates_values_in_turn():
     assert translate(tensors, "zh-CN").startswith("应当是 tensor([[1., 2.],\n")
     assert translate("no such message here", "zh-CN") == "no such message here"
     assert translate(message, "en") == message
+
+
+def test_value_templates_are_in_the_sources_and_render_inside_their_message():
+    sources = "".join(path.read_text() for path in sorted((REPO / "solutions").glob("*/*.py")))
+    stale = [
+        text for text in messages.VALUE_TEMPLATES if text not in sources.replace('"\n        "', "")
+    ]
+    assert not stale, f"value templates no longer in solutions/: {stale}"
+    moved = translate("no parameter moved on the GPU stand-in. ", "zh-CN")
+    assert moved == "没有任何参数发生变化（在 GPU 替身上）。"
+    triage = "B: " + messages.VALUE_TEMPLATES[3] + ". "
+    said = translate(triage, "zh-CN")
+    assert said.startswith("B：对损失调用 requires_grad_()") and said.endswith("（第 2 节）。")
 
 
 def test_to_regex_reads_literal_braces_and_repeated_values():

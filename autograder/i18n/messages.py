@@ -41,6 +41,26 @@ _VALUE = re.compile(r"(?<!\{)\{\d+\}(?!\})")
 _VERDICT_ERRORS = ("AssertionError", "HiddenCheckError", "NotImplementedError")
 
 
+# Texts the hidden checks put into a message as one of its values (where a run happened, a
+# reason taken from a table): each is a template of its own, so that the value is rendered
+# in the learner's language inside the translated message (values are translated in turn).
+# Only prose, never a value a learner types. tests/test_messages.py checks that each is
+# still in the sources.
+VALUE_TEMPLATES = (
+    "on the CPU",
+    "on the GPU stand-in",
+    # 06's triage (q4): why each broken script has the cause it has.
+    "backward() with no argument needs a loss of one value (section 1)",
+    "requires_grad_() on the loss makes a new leaf, and the cut that caused the error is still "
+    "there (section 2)",
+    "the state carries the previous batch's freed graph (section 6)",
+    "a tensor kept as a plain attribute is not moved by .to() (section 5)",
+    "backward() adds to .grad, so each step carries every earlier gradient (section 4)",
+    "a parameter the loss does not use gets no gradient (section 3)",
+    "sqrt's backward is infinite at 0, and the next node turns it into NaN (section 7)",
+)
+
+
 def grader_templates() -> list[str]:
     """The grader's and the learner tools' own sentences, as templates."""
     from autograder.i18n.edition import HELPERS_STAY_ENGLISH
@@ -154,6 +174,7 @@ def extract(course: Course | None = None) -> list[tuple[str, str, str]]:
     for key, pitfall in PITFALLS.items():
         found.append((pitfall.describe().replace("{", "{{").replace("}", "}}"), key, ""))
     found += [(text, "grader", "") for text in grader_templates()]
+    found += [(text, "a value in the hidden checks' messages", "") for text in VALUE_TEMPLATES]
     return found
 
 

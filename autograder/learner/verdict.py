@@ -193,6 +193,29 @@ def _build_digest(course: Course, assignment: str) -> str:
     return digest.hexdigest()
 
 
+def _forget_earlier_checks(course: Course, assignments: list[str]) -> None:
+    """Forgets the checks of ``assignments``' old version: their gradebook entries, their status.
+
+    nbgrader refuses to add or remove cells of an assignment that has submissions, so a
+    new version of the course with a cell more would otherwise stop every ``make check``
+    of it. The learner course's gradebook holds nothing else: each check grades again.
+    Its status file goes too, or the next check would take the unchanged notebook for
+    graded already.
+    """
+    from autograder.submission import status_file
+
+    for assignment in assignments:
+        status_file(course, assignment).unlink(missing_ok=True)
+    if not course.gradebook.is_file():
+        return
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook_db() as gradebook:
+        for assignment in assignments:
+            with contextlib.suppress(MissingEntry):
+                gradebook.remove_assignment(assignment)
+
+
 def _ensure_built(course: Course, assignments: list[str]) -> None:
     """Builds the assignments whose source changed since the learner course built them."""
     record = course.root / "built.json"
@@ -207,6 +230,7 @@ def _ensure_built(course: Course, assignments: list[str]) -> None:
         return
     from autograder.authoring.build import build  # jupytext: only when something is stale
 
+    _forget_earlier_checks(course, stale)
     build(course, stale)
     built.update({assignment: _build_digest(course, assignment) for assignment in stale})
     record.write_text(json.dumps(built, indent=2, sort_keys=True) + "\n")

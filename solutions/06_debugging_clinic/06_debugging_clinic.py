@@ -772,7 +772,7 @@ def judge(seen, case):
     expected, reference = sgd_variant(case)
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        where = "on the GPU stand-in" if device == "gpu" else f"on {device}"
+        where = "on the GPU stand-in" if device == "gpu" else "on the CPU"
         assert not isinstance(run, str), run  # on_gpu's message: the wrong-device pitfall
         assert_inputs_left_alone(run["inputs_changed"], "train(model, inputs, targets, ...)")
         result = run["result"]
@@ -1493,7 +1493,7 @@ def judge(seen, case):
     expected_losses, expected = reference_lm_losses(parameters, chunks, case["lr"])
     assert "cpu" in seen, "the tests saw no CPU run"
     for device, run in seen.items():
-        where = "on the GPU stand-in" if device == "gpu" else f"on {device}"
+        where = "on the GPU stand-in" if device == "gpu" else "on the CPU"
         assert not isinstance(run, str), run
         assert_inputs_left_alone(run["inputs_changed"], "train_lm(model, chunks, lr)")
         losses = run["losses"]
@@ -1995,7 +1995,7 @@ def judge(seen, case):
     ), f"each cause should be one of {sorted(options)}"
     reasons = {
         "A": ("loss_not_reduced", "backward() with no argument needs a loss of one value (section 1)", "loss-not-reduced"),
-        "B": ("graph_cut", "requires_grad_() on the loss makes a new leaf; the cut that caused the error is still there (section 2)", "grad-never-reached"),
+        "B": ("graph_cut", "requires_grad_() on the loss makes a new leaf, and the cut that caused the error is still there (section 2)", "grad-never-reached"),
         "C": ("hidden_state_carried", "the state carries the previous batch's freed graph (section 6)", "hidden-state-carried"),
         "D": ("unregistered_tensor", "a tensor kept as a plain attribute is not moved by .to() (section 5)", "module-state-unregistered"),
         "E": ("gradients_accumulate", "backward() adds to .grad, so each step carries every earlier gradient (section 4)", "grad-accumulates"),
