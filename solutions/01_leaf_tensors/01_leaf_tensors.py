@@ -584,12 +584,15 @@ assert torch.equal(parameter.grad, torch.full((4,), 2.0))
 # %% [markdown]
 # The gradient was not lost: it landed on the Parameter.
 # What was lost is your name for it.
-# Without the second name the Parameter is out of reach.
+# Without the second name, no name of yours points at the Parameter; only the graph still holds it (`eta.grad_fn.next_functions[0][0].variable`, shown below).
 # And an optimiser handed the new `eta` refuses it:
 
 # %%
 with expect_error(ValueError, match="non-leaf"):
     torch.optim.SGD([eta], lr=0.1)
+held = eta.grad_fn.next_functions[0][0].variable  # what the AccumulateGrad node fills
+print(f"the graph still holds the Parameter: {held is parameter}")
+assert held is parameter
 
 # %% [markdown]
 # The fix: keep the Parameter's name and give the result another one.
@@ -1527,7 +1530,7 @@ probe_and_judge("q5", hidden_cases, observe, judge)
 # - Tensors that do not require grad are leaves by convention; so are results computed under `torch.no_grad()`.
 # - `backward()` fills `.grad` on leaves only.
 # - For an intermediate, call `retain_grad()` before `backward()`, or use `torch.autograd.grad`.
-# - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your way to it.
+# - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your name for it.
 #   Give the result another name.
 # - A slice is a view of the same memory.
 #   `clone()` gives it its own memory and keeps the gradient path; `.detach().clone()` cuts it.

@@ -2,7 +2,7 @@
 # # 03 · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate
 #
 # Notebook 02 showed (sections 5, 7 and 8) that a write through `.data` moves no version counter, so autograd cannot see it.
-# This notebook is about that gap, the one place where PyTorch gives no error at all and the gradient is silently wrong.
+# This notebook is about that gap: writes autograd cannot see, where PyTorch gives no error at all and the gradient is silently wrong.
 #
 # **What you will learn**
 #
@@ -167,7 +167,7 @@ assert torch.allclose(a.grad, true_grad)
 
 # %% [markdown]
 # This check is what PyTorch's promise rests on ([In-place correctness checks](https://docs.pytorch.org/docs/stable/autograd.html#in-place-correctness-checks)): "if you're using in-place functions and not seeing any errors, you can be sure that the computed gradients are correct".
-# It holds for every write that moves the saved tensor's counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
+# For a tensor some node saved, it holds for every write that moves its counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
 # Here is the same zeroing made four ways, three of them on the saved `out` and one on a copy (notebook 02, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
 
 
@@ -324,7 +324,7 @@ for how in [".data", ".detach()", "no_grad", "numpy"]:
 # %% [markdown]
 # So, plainly: **"no error" does not mean "correct gradient"**.
 # One of the seed posts concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
-# That holds only for writes autograd can see; `.data` and numpy writes are exactly the ones it cannot.
+# That holds only for writes autograd can see, or to tensors no node saved (above); `.data` and numpy writes to a saved tensor are exactly the ones it cannot see.
 #
 # Even `numpy()` knows this: on a tensor that requires grad it refuses, and asks for `.detach()` first.
 # The detached array still shares the memory (writes through it are the numpy case above).
@@ -752,7 +752,7 @@ assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
 
 # %% [markdown]
 # `copy_` refuses only what it cannot broadcast: a `(3,)` row or a single number fills the whole `(2, 3)` weight without a word.
-# `load_state_dict` is stricter: it refuses any tensor whose shape is not the parameter's.
+# `load_state_dict` is stricter: it refuses the `(3,)` row that `copy_` broadcast, since it compares each tensor's shape with the parameter's (with one exception kept for old checkpoints: a one-element tensor loads into a 0-dim parameter).
 
 # %%
 with torch.no_grad():
@@ -1832,7 +1832,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # ## Summary
 #
 # - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
-# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds only for writes that move the saved tensor's counter.
+# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds for a saved tensor only when every write to it moves its counter.
 # - Before a tensor is used, changing it is harmless whichever way. After, it depends on whether a node saved it: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
 # - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
 # - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.

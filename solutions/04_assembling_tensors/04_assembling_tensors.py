@@ -430,7 +430,7 @@ assert first.grad_fn.name() == "AsStridedBackward0" and first._version == 1
 # The seed concludes: "when learnable parameters are combined, you cannot fill in, you can only use cat/stack".
 # That overgeneralises.
 # A fill-in is an in-place write, and notebook 02's rule applies unchanged:
-# **a write is refused at `backward()` when some node recorded before it saved the tensor written to, or a view of it** (and a leaf that requires grad refuses writes at once).
+# **a write is refused at `backward()` when some node recorded before it saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
 # Whether the pieces "combine" parameters does not matter; whether an op *saved the buffer* does.
 #
 # Each line below starts from `p = [1.5, 3.5]` (leaf) and builds `out`; the table shows what `diagnose` finds and what `backward()` does.

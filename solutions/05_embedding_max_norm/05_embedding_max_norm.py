@@ -322,7 +322,7 @@ loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
 embedding, W = seed_setup()
-with torch.no_grad():  # 3. renormalise first, the way nn.Embedding does it
+with torch.no_grad():  # 3. renormalise first, with the kernel nn.Embedding calls (section 6)
     torch.embedding_renorm_(embedding.weight, idx, max_norm=1.0, norm_type=2.0)
 a = embedding.weight @ W.t()
 b = nn.functional.embedding(idx, embedding.weight) @ W.t()  # max_norm=None: no write

@@ -164,12 +164,12 @@ assert "t.view(1)" in gather_lines[start + 1] and "will instead unsqueeze" in ""
 #
 # This error says that the loss has no `grad_fn`: nothing connects it to a tensor that requires grad.
 # Five ways learners cut the graph between the parameters and the loss, each live.
-# The script is always the same; only the line that computes the loss changes.
+# For the first four, the script is the same and only the line that computes the loss changes.
 
 
 # %%
 def cut_losses(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> dict:
-    """Five ways of computing the mean squared error that cut the graph."""
+    """Four ways of computing the mean squared error that cut the graph (the fifth is below)."""
     losses = {}
     with torch.no_grad():  # code copied from an evaluation loop
         losses["no_grad"] = F.mse_loss(model(inputs), targets)
@@ -377,7 +377,7 @@ assert model.weight.grad is not None and torch.equal(weight_before, model.weight
 #
 # The same rule holds for moving and casting, as notebook 01 (section 6) says: `model.to(...)` first, then the optimiser.
 # With PyTorch's defaults, `Module.to()` keeps each Parameter object when casting (notebook 01 shows it, and shows the move to CUDA where a GPU is present), so an optimiser built before the conversion still holds the model's parameters.
-# That is not enough: an optimiser that has already stepped keeps its state (Adam's running averages) in the old dtype, and its next step fails:
+# That is not enough for Adam: an optimiser that has already stepped keeps its state in the old dtype (here Adam's running averages, still float32), and Adam's next step fails (plain SGD, whose momentum buffer is added to the new weights, goes on):
 
 # %%
 torch.manual_seed(0)
@@ -2016,7 +2016,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
 # - `grad can be implicitly created only for scalar outputs`: reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger as the loss has values.
 # - `element 0 of tensors does not require grad`: the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
-# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype or device, and some conversions make new Parameters.
+# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype (Adam's next step then fails), and some conversions make new Parameters.
 # - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss by the number of parts and zeroing once per step. `zero_grad()` sets `.grad` to `None` (an optimiser then skips the parameter), not to zeros.
 # - `Expected all tensors to be on the same device`: something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
 # - `Trying to backward through the graph a second time` in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
