@@ -939,8 +939,11 @@ assert torch.equal(v2.grad, expected)
 
 # %%
 cut = v2[:4].detach().clone()
+also_cut = v2[:4].data.clone()
 print(f"cut: requires_grad={cut.requires_grad}, grad_fn={cut.grad_fn}")
+print("own memory:", cut.data_ptr() != v2.data_ptr(), also_cut.data_ptr() != v2.data_ptr())
 assert not cut.requires_grad and cut.grad_fn is None
+assert cut.data_ptr() != v2.data_ptr() and also_cut.data_ptr() != v2.data_ptr()
 
 # %% [markdown]
 # ### Exercise 4 — zero the tail, keep the Parameter (3 points)

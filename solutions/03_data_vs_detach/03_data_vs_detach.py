@@ -536,13 +536,16 @@ w = torch.ones(2, requires_grad=True)
 (w * w).sum().backward()
 with expect_error(RuntimeError, match="a leaf Variable that requires grad is being used"):
     w -= 0.1 * w.grad
+old = w
 w = w - 0.1 * w.grad  # no error: a new tensor, made by a recorded operation
 print(f"w: is_leaf={w.is_leaf}, grad_fn={w.grad_fn.name()}")
 (w * w).sum().backward()
 with expect_warning(UserWarning, match="not a leaf"):
     w_grad = w.grad
 print("w.grad after the next backward():", w_grad)
+print("the old leaf's .grad (2 from the first backward, plus 1.6):", old.grad)
 assert not w.is_leaf and w.grad_fn.name() == "SubBackward0" and w_grad is None
+assert torch.allclose(old.grad, torch.full((2,), 3.6))
 
 # %% [markdown]
 # `model.eval()` is not a replacement: it only switches layers such as dropout and batch norm to their evaluation behaviour.

@@ -392,6 +392,12 @@ assert log.writes[-1].code == "param[2] = param[0] / param[1]"
 assert (param._version, paramn._version) == (1, 2)
 report
 
+# %%
+# What MulBackward0 keeps for the gradient of paramn * (param_max - param_min):
+node = (paramn * (param_max - param_min)).grad_fn
+print("MulBackward0 saved self:", node._saved_self, "| other:", node._saved_other)
+assert node._saved_self is None and torch.equal(node._saved_other, param_max - param_min)
+
 # %% [markdown]
 # The writes into `paramn` (versions 0 → 2) are harmless: nothing had saved `paramn` yet when they ran.
 # `MulBackward0` saved only `param_max - param_min`, a new integer tensor that nobody writes (not `paramn`: the bounds do not require grad).

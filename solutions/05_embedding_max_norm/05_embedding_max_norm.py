@@ -722,7 +722,12 @@ with expect_error(RuntimeError, match="expected version"):
     q2_example_model(torch.device("cpu"))(torch.tensor([[1, 0, 2]])).sum().backward()
 clone_logits, _ = cloned_forward(q2_example_model(torch.device("cpu")), torch.tensor([[1, 0, 2]]))
 print("step 0 with the per-step clone() fix:", [round(v, 4) for v in clone_logits[0, 0].tolist()])
-print("step 0 that Exercise 2 asks for:      [0.4787, 0.2394, 0.3799, 0.9575]")
+# Step 0 by hand: the rows of tokens rescaled first (the kernel nn.Embedding calls), h from 0.
+weight = q2_example_model(torch.device("cpu")).embedding.weight.detach().clone()
+torch.embedding_renorm_(weight, torch.tensor([1, 0, 2]), 1.0, 2.0)
+asked = torch.tanh(weight[1]) @ weight.T
+print("step 0 that Exercise 2 asks for:     ", [round(v, 4) for v in asked.tolist()])
+assert torch.allclose(asked, torch.tensor([0.4787, 0.2394, 0.3799, 0.9575]), atol=1e-4)
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}

@@ -862,7 +862,35 @@ with gpu_standin():
 assert scorer_on_gpu.scale.device.type == "cpu"
 
 # %% [markdown]
-# The fixes that make the error go away one line at a time are not enough: `self.scale.to(x.device)` in `forward` copies the scale to the GPU at every call, and `nn.Linear(...).to(x.device)` in `forward` runs on the GPU, still random at every call, still never trained.
+# The fixes that make the error go away one line at a time are not enough: `self.scale.to(x.device)` in `forward` leaves `self.scale` itself on the CPU, out of `state_dict()`, and `nn.Linear(...).to(x.device)` in `forward` runs on the GPU, still random at every call, still never trained:
+
+
+# %%
+class PatchedScorer(nn.Module):
+    """Scorer with the two one-line fixes: the scale moved in forward, the head moved there."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.body = nn.Linear(features, 4)
+        self.scale = torch.tensor(2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        head = nn.Linear(4, 1).to(x.device)
+        return head(self.body(x)) * self.scale.to(x.device)
+
+
+with gpu_standin():
+    patched = PatchedScorer(3).to("cuda")
+    first, second = patched(x.to("cuda")), patched(x.to("cuda"))
+    print("runs on:", first.device, "| two calls, equal scores:", torch.equal(first, second))
+    print(
+        "scale:", patched.scale.device, "| parameters:", [n for n, _ in patched.named_parameters()]
+    )
+    print("state_dict:", list(patched.state_dict()))
+assert first.device.type != "cpu" and not torch.equal(first, second)
+assert patched.scale.device.type == "cpu" and "scale" not in patched.state_dict()
+
+# %% [markdown]
 # The fix is to let the module own them:
 #
 # - a layer goes in `__init__` (its sizes are known there: the hidden size is an argument); a list of layers goes in `nn.ModuleList`, since a plain Python list registers nothing;
