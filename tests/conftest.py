@@ -218,7 +218,7 @@ def checked_at_home(graded, class_graded_in_the_background) -> dict[str, dict]:
 def graded(
     class_graded_in_the_background: tuple[subprocess.Popen, Path] | None,
 ) -> dict[str, GradingResult]:
-    """Every assignment graded on its submissions, two students at a time, in the sandbox.
+    """Every assignment graded on its submissions, several students at a time, in the sandbox.
 
     Shared by the pipeline tests and the comparison with plain nbgrader: grading the
     class is the slowest step of the suite, so it happens once, started in the background

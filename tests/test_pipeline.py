@@ -1,7 +1,7 @@
 """The grading pipeline end to end on the fixture submissions, plus broken input.
 
-The class is graded two students at a time (``jobs=2``), and once more one at a time in
-another course: both must give the same grades.
+The class is graded several students at a time (four: the background run's ``WORKERS``),
+and once more one at a time in another course: both must give the same grades.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _expected(assignment: str) -> dict[str, dict[str, str]]:
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
-# Grading one at a time runs the same code as two at a time, on one core: one assignment,
+# Grading one at a time runs the same code as several at a time, on one core: one assignment,
 # with one entry of every kind (right, blank, warning, wrong, zipped, single file,
 # corrupt, empty), shows that the grades agree, at a small part of the time.
 ONE_AT_A_TIME = [PACKAGED_IN]
@@ -222,14 +222,14 @@ def test_feedback_reads_as_the_student_wrote_it(built_course, graded, assignment
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ONE_AT_A_TIME)
-def test_grading_two_at_a_time_gives_the_grades_of_one_at_a_time(
+def test_grading_several_at_a_time_gives_the_grades_of_one_at_a_time(
     graded, graded_one_at_a_time, assignment: str
 ):
     one_at_a_time = graded_one_at_a_time[assignment].rows
     students = {row["student_id"] for row in one_at_a_time}
     assert len(students) == len(ENTRY_KINDS) + WRONG_ONE_AT_A_TIME
-    two_at_a_time = [row for row in graded[assignment].rows if row["student_id"] in students]
-    assert two_at_a_time == one_at_a_time
+    several_at_a_time = [row for row in graded[assignment].rows if row["student_id"] in students]
+    assert several_at_a_time == one_at_a_time
 
 
 @pytest.mark.slow
