@@ -1,6 +1,6 @@
 """The grading pipeline end to end on the fixture submissions, plus broken input.
 
-The class is graded several students at a time (four: the background run's ``WORKERS``),
+The class is graded several students at a time (the background run's ``WORKERS``),
 and once more one at a time in another course: both must give the same grades.
 """
 

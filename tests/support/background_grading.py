@@ -35,11 +35,10 @@ import warnings
 from pathlib import Path
 
 NICENESS = 10
-# Students graded at once. More than the two cores: a notebook's grading waits on its
-# kernel's messages as much as it computes, and two at a time left the cores a third idle
-# while the foreground tests waited for this run (make test of 2026-11-27: 11.7 CPU-minutes
-# in 15.3 minutes on 2 cores). At nice 10 the extra ones take only what is idle.
-WORKERS = 4
+# Students graded at once, as `make grade JOBS=2` does. Four at a time was tried (make test
+# of 2026-11-27): the class was graded before any test waited for it, but every other test
+# ran slower beside it, and the run took 38 s longer in all.
+WORKERS = 2
 # Written beside OUTPUT: every fixture's verdict from the learner's check, by notebook path.
 CHECKS = "checks.pickle"
 
@@ -60,7 +59,7 @@ def main(argv: list[str]) -> int:
     from autograder.sandbox.bwrap import course_sandbox
 
     course = Course.at(Path(spec["root"]), release=Path(spec["release"]))
-    # WORKERS students at a time, in the sandbox, as `make grade JOBS=4` does. The
+    # WORKERS students at a time, in the sandbox, as `make grade JOBS=2` does. The
     # processes and their zygotes are started once for every assignment, not once each.
     executor = LocalExecutor(WORKERS, sandbox=course_sandbox(course), keep=True)
     try:
