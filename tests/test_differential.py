@@ -65,14 +65,9 @@ def _grades(course: Course, assignment: str) -> dict[tuple[str, str], float | No
         }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def plain(tmp_path_factory) -> dict[str, Course]:
-    """Every assignment's fixtures graded by ``nbgrader autograde``, all at once.
-
-    Session-scoped: the test right below makes it early in the run, while the class is
-    graded in the background (conftest.py runs the tests that wait for that class late),
-    and the comparison, which waits for the class, finds it made.
-    """
+    """Every assignment's fixtures graded by ``nbgrader autograde``, both at once."""
     courses, runs = {}, []
     for assignment in ASSIGNMENTS:
         root = tmp_path_factory.mktemp(f"plain-{assignment}")
@@ -95,13 +90,6 @@ def plain(tmp_path_factory) -> dict[str, Course]:
         _, errors = run.communicate(timeout=600)
         assert run.returncode == 0, errors[-2000:]
     return courses
-
-
-@pytest.mark.slow
-def test_plain_nbgrader_grades_every_test_cell_of_every_assignment(plain):
-    for assignment in ASSIGNMENTS:
-        grades = _grades(plain[assignment], assignment)
-        assert grades and all(score is not None for score in grades.values()), assignment
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,9 @@ from pathlib import Path
 NICENESS = 10
 # Students graded at once, as `make grade JOBS=2` does. Four at a time was tried (make test
 # of 2026-11-27): the class was graded before any test waited for it, but every other test
-# ran slower beside it, and the run took 38 s longer in all.
+# ran slower beside it, and the run took 38 s longer in all. (So did moving plain
+# nbgrader's run of tests/test_differential.py before the class was graded: the class
+# then took longer, and the tests that wait for it waited 39 s instead of 30.)
 WORKERS = 2
 # Written beside OUTPUT: every fixture's verdict from the learner's check, by notebook path.
 CHECKS = "checks.pickle"
