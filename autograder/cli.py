@@ -641,20 +641,15 @@ def _sane_locale() -> None:
 
 def _changes(args: argparse.Namespace) -> int:
     """Prints what changed in the course's release for the exercises the learner answered."""
-    from autograd_pitfalls.messages import ENGLISH, translate
-    from autograder.course import REPO
-    from autograder.i18n.catalog import LANGUAGES
-    from autograder.learner.workspace import exercise_changes, workspace_notebooks
+    from autograd_pitfalls.messages import translate
+    from autograder.learner.workspace import (
+        edition_folders,
+        exercise_changes,
+        workspace_notebooks,
+    )
 
     language = args.lang
-    if language != ENGLISH and language not in LANGUAGES:
-        raise AutograderError(
-            f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}"
-        )
-    # An edition's workspace and release are its own folders (as `make lab LANG=...` made them).
-    edition = "" if language == ENGLISH else language
-    workspace = _workspace(args) / edition
-    release = REPO / "notebooks" / edition
+    workspace, release = edition_folders(_workspace(args), language)
     notebooks = [Path(name).resolve() for name in args.notebooks] or (
         workspace_notebooks(workspace) if workspace.is_dir() else []
     )

@@ -29,9 +29,12 @@ from nbformat.sign import NotebookNotary
 
 from autograd_pitfalls.messages import ENGLISH
 from autograder.course import REPO
-from autograder.errors import AutograderError
-from autograder.i18n.catalog import LANGUAGES
-from autograder.learner.workspace import baseline_of, prepare, workspace_notebooks
+from autograder.learner.workspace import (
+    baseline_of,
+    edition_folders,
+    prepare,
+    workspace_notebooks,
+)
 
 SERVER_EXTENSIONS_OFF = (
     "nbgrader.server_extensions.assignment_list",
@@ -327,13 +330,7 @@ def start_lab(
     Raises:
         AutograderError: If the course has no such edition.
     """
-    release = REPO / "notebooks"
-    if language != ENGLISH:
-        if language not in LAB_LOCALES or not (release / language).is_dir():
-            raise AutograderError(
-                f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}"
-            )
-        release, workspace = release / language, workspace / language
+    workspace, release = edition_folders(workspace, language)
     _say("Configuring JupyterLab for self-study (Validate button on, course tools off)...")
     configure_learner_lab()
     first = not workspace.exists()

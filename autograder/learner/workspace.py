@@ -32,6 +32,7 @@ from nbgrader import utils
 
 from autograd_pitfalls.messages import ENGLISH, translate
 from autograder.course import REPO, exercise_name
+from autograder.errors import AutograderError
 
 # Set to use another folder than the repository's workspace/ (the tests use their own).
 WORKSPACE_VARIABLE = "AUTOGRAD_PITFALLS_WORKSPACE"
@@ -165,6 +166,28 @@ def prepare(workspace: Path, release: Path) -> list[Update]:
         _copy_in(released, beside, beside_baseline)
         updates.append(Update(assignment, "beside", beside))
     return updates
+
+
+def edition_folders(
+    workspace: Path, language: str, release: Path = REPO / "notebooks"
+) -> tuple[Path, Path]:
+    """The workspace and the release of an edition (``make lab``, ``make changes``).
+
+    English's are the folders themselves; another edition's are ``<workspace>/<language>/``
+    and ``<release>/<language>/``.
+
+    Raises:
+        AutograderError: If the course has no such edition.
+    """
+    if language == ENGLISH:
+        return workspace, release
+    from autograder.i18n.catalog import LANGUAGES  # Babel and jupytext: only for an edition
+
+    if language not in LANGUAGES or not (release / language).is_dir():
+        raise AutograderError(
+            f"no edition {language!r}: the course has en and {', '.join(LANGUAGES)}"
+        )
+    return workspace / language, release / language
 
 
 def workspace_notebooks(workspace: Path) -> list[Path]:
