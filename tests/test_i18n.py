@@ -208,6 +208,51 @@ def test_the_verbatim_check_finds_a_translated_code_span():
     assert kept != _verbatim("读 `x.梯度` 和 $a$")
 
 
+def unrendered_emphasis(markdown: str) -> list[str]:
+    """The lines of a markdown cell whose ``**``/``__``/``*`` would show as literal marks.
+
+    CommonMark (which JupyterLab's renderer and the site's follow) closes ``**`` only where
+    the flanking rules allow: ``**勘误：**这`` stays literal, the closing ``**`` being preceded
+    by punctuation and followed by a letter. Text outside code spans and backslash escapes
+    (``\\*\\*2``, kept apart by ``text_join`` disabled) keeps no marker.
+    """
+    from markdown_it import MarkdownIt  # the site's parser (myst-nb); imported when used
+
+    problems = []
+    parser = MarkdownIt("commonmark").enable("table").disable("text_join")
+    for token in parser.parse(markdown):
+        for child in token.children or []:
+            if child.type == "text" and re.search(r"\*\*|__|(?<![\w\\])\*(?=\S)", child.content):
+                problems.append(child.content)
+    return problems
+
+
+@pytest.mark.parametrize("language", ["en", *LANGUAGES])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_emphasis_of_the_prose_renders(assignment, language):
+    course = Course.repository()
+    path = (
+        edition_notebook(course, assignment, language)
+        if language != "en"
+        else course.release / assignment / f"{assignment}.ipynb"
+    )
+    notebook = nbformat.read(path, as_version=4)
+    problems = [
+        f"cell {cell.get('id')}: {text!r}"
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        for text in unrendered_emphasis(cell.source)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_emphasis_check_finds_a_bold_mark_closed_after_a_fullwidth_colon():
+    assert unrendered_emphasis("**勘误：**这个例子错了。")
+    assert not unrendered_emphasis("**勘误**：这个例子错了。")
+    assert not unrendered_emphasis("**勘误：** 这个例子错了，`a ** 2` 不算。")
+    assert not unrendered_emphasis(r"**entry from entry, \*\*2**: refused")
+
+
 # --- the terminology table ---------------------------------------------------------------
 
 

@@ -269,7 +269,6 @@ print("backward() ran; weight.grad shape:", tuple(embedding.weight.grad.shape))
 assert a.grad_fn._saved_self is None and embedding.weight.grad is not None
 
 # %% [markdown]
-
 # ## 3. The fixes, and what each computes
 #
 # Three fixes make `backward()` work.

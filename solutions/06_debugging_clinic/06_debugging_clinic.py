@@ -2028,7 +2028,7 @@ def judge(seen, case):
         "D": ("unregistered_tensor", "a tensor kept as a plain attribute is not moved by .to() (section 5)", "module-state-unregistered"),
         "E": ("gradients_accumulate", "backward() adds to .grad, so each step carries every earlier gradient (section 4)", "grad-accumulates"),
         "F": ("parameter_not_reached", "a parameter the loss does not use gets no gradient (section 3)", "grad-never-reached"),
-        "G": ("sqrt_at_zero", "sqrt's backward is infinite at 0, and the next node turns it into NaN (section 7)", None),
+        "G": ("sqrt_at_zero", "sqrt's backward is infinite at 0, and the pow node two steps later turns it into NaN (section 7)", None),
     }  # fmt: skip
     for key, (cause, why, pitfall) in reasons.items():
         assert causes[key] == cause, f"{key}: {why}. " + (explain(pitfall) if pitfall else "")

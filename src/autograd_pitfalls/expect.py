@@ -93,11 +93,15 @@ def expect_warning(
     ]
     if not matching:
         seen = [f"{warning.category.__name__}: {warning.message}" for warning in caught]
-        raise AssertionError(
-            f"expected a {category.__name__}"
-            + (f" matching {match!r}" if match else "")
-            + f", got {seen or 'no warning'}"
-        )
+        # Whole sentences, not fragments joined: each is translated as one message.
+        name = category.__name__
+        if match is None and not seen:
+            raise AssertionError(f"expected a {name}, got no warning")
+        if match is None:
+            raise AssertionError(f"expected a {name}, got {seen}")
+        if not seen:
+            raise AssertionError(f"expected a {name} matching {match!r}, got no warning")
+        raise AssertionError(f"expected a {name} matching {match!r}, got {seen}")
     for warning in matching:
         lines = str(warning.message).splitlines()
         if len(lines) > _MAX_WARNING_LINES:

@@ -77,9 +77,9 @@ _ALL = (
     Pitfall(
         "wrong-gradient",
         "the gradient has the wrong values",
-        "If you silenced an in-place error with .data or .detach(), autograd used the "
-        "modified values and computed a wrong gradient without any error. Derive the "
-        "expected gradient by hand and compare.",
+        "If you silenced an in-place error by writing through .data (or a numpy array), "
+        "autograd used the modified values and computed a wrong gradient without any "
+        "error. Derive the expected gradient by hand and compare.",
         "02_version_counter",
     ),
     Pitfall(
