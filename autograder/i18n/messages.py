@@ -57,7 +57,8 @@ VALUE_TEMPLATES = (
     "a tensor kept as a plain attribute is not moved by .to() (section 5)",
     "backward() adds to .grad, so each step carries every earlier gradient (section 4)",
     "a parameter the loss does not use gets no gradient (section 3)",
-    "sqrt's backward is infinite at 0, and the pow node two steps later turns it into NaN (section 7)",
+    "sqrt's backward is infinite at 0, and the pow node two steps later turns it into NaN "
+    "(section 7)",
 )
 
 
