@@ -14,6 +14,7 @@
 # - how to build on the input's device and dtype (`new_zeros`, `zeros_like`, `stack`), and what integer tensors do to the dtype;
 # - what a fill-in costs compared with `stack`, measured on this machine.
 #
+# *The seed* below is the older Chinese blog post this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
@@ -107,7 +108,7 @@ with expect_error(RuntimeError, match="element 0 of tensors does not require gra
 torch.set_warn_always(False)
 
 # %% [markdown]
-# By default the warning is given once per process, and those given under `set_warn_always(True)` do not use it up: three more conversions now give at most one warning.
+# By default the warning is given once per process, and those given under `set_warn_always(True)` do not use it up: three more conversions now give one warning between them (none when this cell runs again: the one is used up).
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
@@ -894,7 +895,7 @@ print("warnings:", len(caught))
 assert int_buf.tolist() == [1, 0, 0] and not int_buf.requires_grad and not caught
 
 # %% [markdown]
-# In arithmetic the integer bounds are harmless: type promotion makes `float32 × int64` a float32 and `float64 × int64` a float64, and `/` of two integer tensors is a float32.
+# In arithmetic the integer bounds are harmless: type promotion makes `float32 × int64` a float32 and `float64 × int64` a float64, and `/` of two integer tensors is the default float dtype (float32 unless `torch.set_default_dtype` changed it).
 # So the bounds do not decide the dtype of the seed's features; its float32 buffer does.
 
 # %%
@@ -902,7 +903,7 @@ r1n = torch.tensor(0.5, requires_grad=True)
 print((r1n * param_max).dtype, (r1n.double() * param_max).dtype, (param_max / param_max).dtype)
 assert (r1n * param_max).dtype == torch.float32
 assert (r1n.double() * param_max).dtype == torch.float64
-assert (param_max / param_max).dtype == torch.float32
+assert (param_max / param_max).dtype == torch.get_default_dtype() == torch.float32
 
 # %% [markdown]
 # The seed stores the bounds as plain attributes (`self.param_max = torch.tensor(...)`).
@@ -977,6 +978,14 @@ with expect_error(RuntimeError, match="same device"):
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
 # The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was (its values, `requires_grad` and version).
 # The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
+# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 it is itself assembled by fill-ins that section 5's rule refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
+
+# %%
+x_try = torch.tensor([1.0, 2.0], requires_grad=True)
+library_matrix = torch.vander(x_try, 3, increasing=True)
+print(library_matrix)
+with expect_error(RuntimeError, match="modified by an inplace operation"):
+    library_matrix.sum().backward()
 
 
 # %% nbgrader={"grade_id": "q3-answer", "solution": true}

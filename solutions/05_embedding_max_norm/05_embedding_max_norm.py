@@ -13,6 +13,7 @@
 # - what gradient a row gets through `max_norm`, and how to look up rescaled rows without writing the weight;
 # - where the renormalisation does harm with no error at all.
 #
+# *The seed* below is the older Chinese notebook this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
@@ -206,7 +207,7 @@ seed_graph = draw(  # for below: only the saved tensors named self
 )
 with expect_error(
     RuntimeError,
-    match=r"\[3, 5\]\] is at version 2; expected version 1",  # shape, versions
+    match=r"\[3, 5\]\].*is at version 2; expected version 1",  # shape, versions
 ):
     loss.backward()
 
@@ -321,7 +322,7 @@ loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
 embedding, W = seed_setup()
-with torch.no_grad():  # 3. renormalise first, with the kernel nn.Embedding calls (section 6)
+with torch.no_grad():  # 3. renormalise first, with the kernel nn.Embedding calls (section 5)
     torch.embedding_renorm_(embedding.weight, idx, max_norm=1.0, norm_type=2.0)
 a = embedding.weight @ W.t()
 b = nn.functional.embedding(idx, embedding.weight) @ W.t()  # max_norm=None: no write
