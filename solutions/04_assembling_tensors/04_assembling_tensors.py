@@ -384,9 +384,10 @@ with track_inplace() as log:
     paramn, param, features = seed_lines()
 names = {"paramn_": paramn_, "paramn": paramn, "param": param, "features": features}
 report = diagnose(features, names=names)
-assert [(finding.node, finding.saved) for finding in report.findings] == [
-    ("DivBackward0", "other"),
-    ("DivBackward0", "self"),
+# Node names are how this torch implements an op: checked by their stable start.
+assert [(finding.node.startswith("Div"), finding.saved) for finding in report.findings] == [
+    (True, "other"),
+    (True, "self"),
 ]
 assert all(finding.line == log.writes[-1].location for finding in report.findings)
 assert log.writes[-1].code == "param[2] = param[0] / param[1]"
@@ -425,7 +426,7 @@ first = param[0]
 print("before the write:", first.grad_fn.name())
 param[2] = 1.0
 print("after the write: ", first.grad_fn.name(), "| first._version:", first._version)
-assert first.grad_fn.name() == "AsStridedBackward0" and first._version == 1
+assert first.grad_fn.name().startswith("AsStrided") and first._version == 1
 
 # %% [markdown]
 # So the message names the rewritten record of a view, not the `DivBackward0` that will fail nor the line that wrote.

@@ -247,7 +247,7 @@ print(
     "->",
     write.version,
 )
-assert (finding.node, finding.saved, finding.name) == ("MmBackward0", "self", "weight")
+assert finding.node.startswith("Mm") and (finding.saved, finding.name) == ("self", "weight")
 assert (finding.saved_version, finding.current_version) == (1, 2)
 assert write.op == "embedding_renorm_" and write.code == "b = embedding(idx) @ W.t()"
 assert finding.line == write.location
