@@ -283,9 +283,9 @@ draw(f, names=names)
 # The message names that node without `Backward`: `Fill3` for `d.grad_fn.name()`, `FillBackward3`.
 
 # %%
-node = d.grad_fn.name()  # the record of d[:] = 0
-print("d.grad_fn.name():", node)
-stale = f"{node.replace('Backward', '')}, is at version 1; expected version 0 instead"
+fill_node = d.grad_fn.name()  # the record of d[:] = 0
+print("d.grad_fn.name():", fill_node)
+stale = f"{fill_node.replace('Backward', '')}, is at version 1; expected version 0 instead"
 with expect_error(RuntimeError, match=stale):
     f.backward()
 
@@ -482,10 +482,10 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # %%
 report = diagnose(loss, names={"a": a, "b": b, "loss": loss})
 [write] = log.writes
-product = loss.grad_fn.next_functions[0][0].name()  # the node of b * b, read live
+mul_node = loss.grad_fn.next_functions[0][0].name()  # the node of b * b, read live
 assert [(finding.node, finding.saved) for finding in report.findings] == [
-    (product, "other"),
-    (product, "self"),
+    (mul_node, "other"),
+    (mul_node, "self"),
 ]
 assert all(finding.line == write.location for finding in report.findings)
 assert write.code == "b[0] = 1000.0"
