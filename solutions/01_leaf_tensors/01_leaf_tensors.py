@@ -1,14 +1,14 @@
 # %% [markdown]
 # # 01 · Leaf tensors
 #
-# `backward()` writes gradients only into *leaf* tensors.
+# By default, `backward()` writes gradients only into *leaf* tensors (`retain_grad()` or `backward(inputs=...)` change that: section 3).
 # Most "my gradient is None" bugs come from a tensor you think is a leaf and is not.
 #
 # **What you will learn**
 #
 # - to tell a leaf from a non-leaf with `is_leaf`, `grad_fn` and `requires_grad`;
-# - why `.grad` is filled only on leaves;
-# - how `retain_grad()` or `torch.autograd.grad` give you an intermediate's gradient;
+# - why `.grad` is filled only on leaves by default;
+# - how `retain_grad()`, `backward(inputs=...)` or `torch.autograd.grad` give you an intermediate's gradient;
 # - why `eta = eta * 2` loses your `nn.Parameter`, and how to keep it;
 # - that a slice of a Parameter shares its memory, and how `clone()` copies it;
 # - to finish a tensor first (shape, dtype, device) and wrap it in `nn.Parameter` last.
@@ -50,7 +50,7 @@ print(f"torch {torch.__version__}")
 # ## 1. Leaves and non-leaves
 #
 # A tensor that you create yourself is a leaf.
-# A tensor computed from something that requires grad, while autograd records (grad mode on, the default), is not a leaf.
+# A tensor computed by a differentiable operation from something that requires grad, while autograd records (grad mode on, the default), is not a leaf.
 # It remembers the operation that made it in `grad_fn`.
 
 # %%
@@ -66,6 +66,7 @@ assert not b.is_leaf and type(b.grad_fn).__name__ == "AddBackward0"
 # Autograd records nothing for it, so there is no `grad_fn` to point back to.
 # `detach()` also gives a leaf that does not require grad.
 # So does an operation on `a` under `torch.no_grad()`, which turns recording off for its block: `c = a + 2` there is a leaf, with no `grad_fn` and no `requires_grad`.
+# So does an operation no gradient flows through, even on `a` with grad mode on: `i = a.argmax()` (an index) is a leaf that does not require grad.
 
 # %%
 x = torch.zeros(3)  # requires_grad=False
@@ -73,7 +74,8 @@ y = x * 2  # an operation, but nothing to record
 z = a.detach()
 with torch.no_grad():
     c = a + 2  # a requires grad, but nothing is recorded here
-for name, tensor in {"x": x, "y": y, "z": z, "c": c}.items():
+i = a.argmax()  # grad mode on, but an index has no gradient
+for name, tensor in {"x": x, "y": y, "z": z, "c": c, "i": i}.items():
     print(f"{name}: is_leaf={tensor.is_leaf}, requires_grad={tensor.requires_grad}")
     assert tensor.is_leaf and not tensor.requires_grad and tensor.grad_fn is None
 
@@ -85,6 +87,7 @@ for name, tensor in {"x": x, "y": y, "z": z, "c": c}.items():
 # That legacy constructor does not initialise the memory it allocates, like `torch.empty(10)`.
 # Its values are whatever was in that memory, so we do not print them.
 # Say what you mean instead: `torch.zeros(10, requires_grad=True)` or `torch.randn(...)`.
+# The cell shows the missing initialisation with `torch.use_deterministic_algorithms(True)`, under which PyTorch fills the memory it leaves uninitialised with NaN, then turns it off again.
 
 # %%
 legacy = torch.FloatTensor(10)  # uninitialised values
@@ -93,9 +96,17 @@ clear = torch.zeros(10, requires_grad=True)
 print(f"legacy: dtype={legacy.dtype}, is_leaf={legacy.is_leaf}")
 print(f"clear:  dtype={clear.dtype}, is_leaf={clear.is_leaf}, values={clear.tolist()}")
 assert legacy.dtype == clear.dtype == torch.float32 and legacy.is_leaf and clear.is_leaf
+torch.use_deterministic_algorithms(True)
+try:
+    uninitialised = {"FloatTensor(3)": torch.FloatTensor(3), "empty(3)": torch.empty(3)}
+finally:
+    torch.use_deterministic_algorithms(False)  # the default
+for name, tensor in uninitialised.items():
+    print(f"deterministic mode, torch.{name}: {tensor.tolist()}")
+    assert tensor.isnan().all()
 
 # %% [markdown]
-# ## 2. `.grad` lands on leaves only (a worked example)
+# ## 2. `.grad` lands on leaves by default (a worked example)
 #
 # Take $b = a \cdot a$ and $\text{loss} = \sum_i 3 b_i = 3 \sum_i a_i^2$.
 # By hand: $\partial\,\text{loss} / \partial a_i = 6 a_i$.
@@ -145,7 +156,7 @@ assert b_grad is None
 # Keeping one for every operation would cost memory: each such gradient is as large as the tensor it belongs to.
 
 # %% [markdown]
-# ## 3. An intermediate's gradient: `retain_grad()` or `torch.autograd.grad`
+# ## 3. An intermediate's gradient: `retain_grad()`, `backward(inputs=...)` or `torch.autograd.grad`
 #
 # Call `retain_grad()` on the non-leaf **before** `backward()`.
 # Here $\partial\,\text{loss} / \partial b_i = 3$.
@@ -171,6 +182,17 @@ loss = (3 * b).sum()
 (dloss_db,) = torch.autograd.grad(loss, [b])
 print(f"d loss / d b = {dloss_db}, a.grad = {a.grad}")
 assert torch.equal(dloss_db, torch.full((3,), 3.0)) and a.grad is None
+
+# %% [markdown]
+# `loss.backward(inputs=[b])` fills `.grad` on the tensors you list, leaves or not, and on no other: here `b.grad`, not `a.grad`.
+
+# %%
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+b = a * a
+loss = (3 * b).sum()
+loss.backward(inputs=[b])
+print(f"b.is_leaf={b.is_leaf}, b.grad={b.grad}, a.grad={a.grad}")
+assert not b.is_leaf and torch.equal(b.grad, torch.full((3,), 3.0)) and a.grad is None
 
 # %% [markdown]
 # ### Exercise 1 — predict leaves and gradients (2 points)
@@ -346,7 +368,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # It calls `loss.backward()` once, and returns `(d loss / d hidden, w.grad)`.
 # The tests call it with `squared_sum` (below) and with other losses you cannot know in advance.
 # So let autograd compute `d loss / d hidden`: keep `hidden` in the graph and keep its gradient.
-# A detached copy of `hidden` cuts `w` out of the graph: `backward()` then raises, or, if you made the copy require grad, leaves `w.grad` empty.
+# A detached copy of `hidden` is a new leaf (section 1): it cuts `w` out of the graph.
 #
 # Example: `x = [[1., 0.]]`, `w = [[0.5], [2.0]]` and `squared_sum` give `hidden = tanh(0.5) = 0.4621`.
 # Then `d loss / d hidden = 2 · hidden = [[0.9242]]`,
@@ -940,9 +962,10 @@ assert torch.equal(v2.grad, expected)
 # %%
 cut = v2[:4].detach().clone()
 also_cut = v2[:4].data.clone()
-print(f"cut: requires_grad={cut.requires_grad}, grad_fn={cut.grad_fn}")
+for name, copy in {"cut": cut, "also_cut": also_cut}.items():
+    print(f"{name}: requires_grad={copy.requires_grad}, grad_fn={copy.grad_fn}")
+    assert not copy.requires_grad and copy.grad_fn is None
 print("own memory:", cut.data_ptr() != v2.data_ptr(), also_cut.data_ptr() != v2.data_ptr())
-assert not cut.requires_grad and cut.grad_fn is None
 assert cut.data_ptr() != v2.data_ptr() and also_cut.data_ptr() != v2.data_ptr()
 
 # %% [markdown]
@@ -1248,7 +1271,7 @@ moved = nn.Parameter(torch.randn(3)).to(GPU)  # like .to("cuda") on a GPU machin
 print(f"nn.Parameter(x).to(GPU): Parameter={isinstance(moved, nn.Parameter)}, ", end="")
 print(f"is_leaf={moved.is_leaf}, grad_fn={moved.grad_fn.name()}, on {moved.device}")
 assert p.to("cpu") is p and not p64.is_leaf and not moved.is_leaf
-assert not isinstance(moved, nn.Parameter) and moved.grad_fn.name() == "ToCopyBackward0"
+assert not isinstance(moved, nn.Parameter) and moved.grad_fn.name() == p64.grad_fn.name()
 
 # %% [markdown]
 # A module's own `.double()`, `.half()` or `.to(dtype)` is different: it keeps each Parameter.
@@ -1272,14 +1295,22 @@ print(f"new memory: {weight.data_ptr() != memory}")
 print(f"the optimiser holds it: {optimizer.param_groups[0]['params'][0] is layer.weight}")
 assert layer.weight is weight and weight.dtype == torch.float64 and weight.is_leaf
 assert weight.data_ptr() != memory and optimizer.param_groups[0]["params"][0] is weight
+half_layer, float64_layer = nn.Linear(3, 2), nn.Linear(3, 2)
+half_weight, float64_weight = half_layer.weight, float64_layer.weight
+half_layer.half()
+float64_layer.to(torch.float64)
+print(f"layer.half(): same object: {half_layer.weight is half_weight}, {half_weight.dtype}")
+print(f"layer.to(torch.float64): same object: {float64_layer.weight is float64_weight}")
+assert half_layer.weight is half_weight and half_weight.dtype == torch.float16
+assert float64_layer.weight is float64_weight and float64_weight.dtype == torch.float64
 
 # %% [markdown]
-# Where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), `_apply` wraps the new tensor in a new Parameter instead.
+# Where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), and the swap flag of notebook 06, section 3, is off, `_apply` wraps the new tensor in a new Parameter instead.
 # The module then gets a new leaf Parameter, and an optimiser made before still holds the old one, which training no longer reaches.
 # Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, and an optimiser made before the move still holds it.
 # The cell's last lines show this where a GPU is present; on a machine without one they show the stand-in instead, the exception below.
 # `nn.Module.cuda`'s own docstring says that moving makes the Parameters different objects (the cell prints its line from the installed torch); they stay the same objects all the same.
-# The course's GPU stand-in is such a case, though: its tensors are a Python subclass, which `param.data = ...` cannot take, so there the module gets new Parameters.
+# The course's GPU stand-in is such a case, though: its tensors are a wrapper subclass on another device, which `param.data = ...` cannot take (the cell shows the refusal there), so there the module gets new Parameters.
 
 # %%
 layer = nn.Linear(3, 2)
@@ -1304,6 +1335,9 @@ weight = layer.weight
 layer.to(GPU)  # a real GPU where there is one, else the stand-in
 print(f"layer.to({GPU}): same object: {layer.weight is weight}, on {layer.weight.device}")
 assert (layer.weight is weight) == (GPU.type == "cuda")
+if GPU.type != "cuda":  # the stand-in
+    with expect_error(RuntimeError, match="incompatible tensor type"):
+        nn.Parameter(torch.zeros(2)).data = torch.ones(2).to(GPU)
 
 # %% [markdown]
 # So cast the module first and build the optimiser after it: that order is right whatever `_apply` does.
@@ -1531,8 +1565,8 @@ probe_and_judge("q5", hidden_cases, observe, judge)
 #
 # - A tensor that requires grad is a leaf exactly when it has no `grad_fn`.
 # - Tensors that do not require grad are leaves by convention; so are results computed under `torch.no_grad()`.
-# - `backward()` fills `.grad` on leaves only.
-# - For an intermediate, call `retain_grad()` before `backward()`, or use `torch.autograd.grad`.
+# - By default, `backward()` fills `.grad` on leaves only.
+# - For an intermediate, call `retain_grad()` before `backward()`, pass it in `backward(inputs=...)`, or use `torch.autograd.grad`.
 # - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your name for it.
 #   Give the result another name.
 # - A slice is a view of the same memory.

@@ -3,6 +3,7 @@
 #
 # Notebook 02 showed (sections 5, 7 and 8) that a write through `.data` moves no version counter, so autograd cannot see it.
 # This notebook is about that gap: writes autograd cannot see, where PyTorch gives no error at all and the gradient is silently wrong.
+# The older posts it quotes are the Chinese blog posts and notebooks this course started from.
 #
 # **What you will learn**
 #
@@ -56,7 +57,7 @@ print(f"torch {torch.__version__} | numpy {np.__version__}")
 # ## 1. Two ways to take the values out of a graph
 #
 # Both `t.data` and `t.detach()` give a tensor with the values of `t` and without its history.
-# The old blog posts list what they share, and it is all true on torch 2.13:
+# Older posts list what they share, and it is all true on torch 2.13:
 # the same memory as `t`, `requires_grad=False`, no `grad_fn`, and therefore a leaf.
 
 # %%
@@ -104,7 +105,7 @@ assert via_data._version == 1  # the data write moved only .data's own counter
 # That one difference decides whether a bad write is a loud error or a silent wrong gradient.
 
 # %% [markdown]
-# ## 3. The blog posts' sigmoid example, both ways (a worked example)
+# ## 3. The older posts' sigmoid example, both ways (a worked example)
 #
 # `out = a.sigmoid()`, `loss = out.sum()`.
 # By hand, $\partial\,\text{loss} / \partial a_i = \sigma(a_i)\,(1 - \sigma(a_i))$.
@@ -132,7 +133,7 @@ print(compare("a.grad", a.grad, true_grad))  # ... and a wrong gradient
 assert torch.equal(a.grad, torch.zeros(3)) and not torch.allclose(a.grad, true_grad)
 
 # %% [markdown]
-# One of the seed notebooks shows this very cell failing with `Trying to backward through the graph a second time`, under the comment "should raise, and does not".
+# One of the older posts' notebooks shows this very cell failing with `Trying to backward through the graph a second time`, under the comment "should raise, and does not".
 # That error has nothing to do with `.data`: it comes from running `backward()` a second time on the same `out`, as when a cell is run twice.
 
 # %%
@@ -248,7 +249,7 @@ draw(loss_data, names={"a": a, "out": out_data})
 #
 # A leaf that requires grad refuses in-place writes (notebook 02), so old posts change its values through `.data`, `.detach()` or under `torch.no_grad()`.
 # *Before* the leaf is used, all three are harmless.
-# Here is the blog post's example: set `a` to 10 everywhere, then `loss = mean(a²)`.
+# Here is an older post's example: set `a` to 10 everywhere, then `loss = mean(a²)`.
 # By hand, $\partial\,\text{loss} / \partial a_i = 2 a_i / 4 = a_i / 2 = 5$.
 
 
@@ -323,7 +324,7 @@ for how in [".data", ".detach()", "no_grad", "numpy"]:
 
 # %% [markdown]
 # So, plainly: **"no error" does not mean "correct gradient"**.
-# One of the seed posts concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
+# One older post concludes the opposite ("if an in-place operation raised no error, the gradient is correct").
 # That holds only for writes autograd can see, or to tensors no node saved (above); `.data` and numpy writes to a saved tensor are exactly the ones it cannot see.
 #
 # Even `numpy()` knows this: on a tensor that requires grad it refuses, and asks for `.detach()` first.
@@ -621,9 +622,10 @@ assert x.grad.item() == 3.0
 # `torch.autograd.Variable` used to be a wrapper that added autograd to a tensor.
 # Since 0.4 a tensor does that itself, and `Variable` only stays so that old code runs.
 # `Variable(t)` returns a plain `torch.Tensor`, a new object on the same memory.
+# It is `t.detach()`: no `grad_fn`, no `requires_grad`, the same version counter, also for a `t` with history; for a `t` that does not require grad that is as good as `t` itself.
 # `Variable` is still a class of its own: not `torch.Tensor`, not even a subclass of it.
 # It only answers `isinstance(t, Variable)` with True for every tensor, so old type checks pass.
-# (One of the posts says that since 0.4 `torch.Tensor` and `Variable` are the same class: they are not, but `Variable(t)` does return a tensor.)
+# (One older post says that since 0.4 `torch.Tensor` and `Variable` are the same class: they are not, but `Variable(t)` does return a tensor.)
 # `Variable(t, requires_grad=True)` is a leaf that requires grad, still on `t`'s memory.
 
 # %%
@@ -644,6 +646,13 @@ print(
     f"Variable(t, requires_grad=True): is_leaf={leaf.is_leaf}, requires_grad={leaf.requires_grad}"
 )
 assert leaf.is_leaf and leaf.requires_grad and leaf.data_ptr() == t.data_ptr()
+history = torch.ones(3, requires_grad=True) * 2  # a tensor with history
+cut = Variable(history)
+cut.mul_(1)  # counted on history too, as a write through detach() is
+print(f"Variable(history): grad_fn={cut.grad_fn}, requires_grad={cut.requires_grad}, ", end="")
+print(f"history._version={history._version}")
+assert cut.grad_fn is None and not cut.requires_grad and cut.data_ptr() == history.data_ptr()
+assert history._version == cut._version == 1
 
 # %% [markdown]
 # `Variable(x, volatile=True)` once meant "build no graph from here".
@@ -755,7 +764,7 @@ assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
 
 # %% [markdown]
 # `copy_` refuses only what it cannot broadcast: a `(3,)` row or a single number fills the whole `(2, 3)` weight without a word.
-# `load_state_dict` is stricter: it refuses the `(3,)` row that `copy_` broadcast, since it compares each tensor's shape with the parameter's (with one exception kept for old checkpoints: a one-element tensor loads into a 0-dim parameter).
+# `load_state_dict` is stricter: it refuses the `(3,)` row that `copy_` broadcast, since it compares each tensor's shape with the parameter's (with one exception kept for old checkpoints: a one-element tensor loads into a 0-dim parameter, a `(3,)` one does not).
 
 # %%
 with torch.no_grad():
@@ -768,11 +777,19 @@ assert torch.equal(p.detach(), torch.full((2, 3), 7.0))
 layer = nn.Linear(3, 2)
 with expect_error(RuntimeError, match="size mismatch for weight"):
     layer.load_state_dict({"weight": torch.zeros(3), "bias": torch.zeros(2)})
+scalar = nn.Module()
+scalar.scale = nn.Parameter(torch.tensor(1.0))  # a 0-dim parameter
+scalar.load_state_dict({"scale": torch.tensor([2.0])})  # one element: loaded
+print(f"a (1,) tensor into a 0-dim parameter: {scalar.scale.item()}")
+assert scalar.scale.shape == () and scalar.scale.item() == 2.0
+with expect_error(RuntimeError, match="size mismatch for scale"):
+    scalar.load_state_dict({"scale": torch.zeros(3)})
 
 # %% [markdown]
 # | old code | today |
 # |---|---|
-# | `Variable(t)`, `Variable(t, requires_grad=True)` | `t`, `t.requires_grad_()` or `torch.tensor(..., requires_grad=True)` |
+# | `Variable(t)` | `t.detach()` (or just `t` where `t` does not require grad) |
+# | `Variable(t, requires_grad=True)` | `t.requires_grad_()` or `torch.tensor(..., requires_grad=True)` |
 # | `Variable(x, volatile=True)` | `with torch.no_grad():` (or `torch.inference_mode()`) |
 # | `loss.data[0]` | `loss.item()` |
 # | `t.data.cpu().numpy()` | `t.detach().cpu().numpy()` |
@@ -1380,7 +1397,7 @@ probe_and_judge("q3", hidden_cases, observe, judge)
 # %% [markdown]
 # ## 7. `total_loss += loss` keeps every step's graph alive
 #
-# One of the seed posts warns that accumulating the loss as a tensor keeps each step's graph alive, and it shows the culprit as `total_loss += loss.data[0]`.
+# One older post warns that accumulating the loss as a tensor keeps each step's graph alive, and it shows the culprit as `total_loss += loss.data[0]`.
 # That example is wrong on torch 2.x twice over.
 # `loss.data[0]` raises, as section 6 showed.
 # And `.data` has no history, so even `total_loss += loss.data` keeps no graph.
@@ -1579,7 +1596,7 @@ assert versions_after == versions_before  # five updates, and autograd saw none 
 # Return the mean of the per-step losses, each taken before its update, as a Python `float`.
 # Train `model` in place, and leave `batches` as they were.
 # Two requirements the buggy loop breaks:
-# - autograd must see each update: the tests check that every parameter's `_version` goes up at each step, so `.data` updates fail;
+# - autograd must see each update: the tests check that, by the end, every parameter's `_version` has gone up at least once per step, so `.data` updates fail;
 # - no step's graph may outlive its step: the tests count, at each call of `model`, how many earlier steps' graphs are still alive, and accept at most one (the previous `loss`, until you rebind the name).
 #
 # For `nn.Linear(1, 1)` with weight 1 and bias 0, `lr = 0.1`, the batch `x = [[1]]`, `y = [[3]]`, then the same row twice, `x = [[1], [1]]`, `y = [[3], [3]]`: the first loss is `(1 − 3)² = 4` and the gradients are `∂/∂w = ∂/∂b = 2 · (1 − 3) = −4`, so `w = 1.4`, `b = 0.4`; the second loss is `(1.8 − 3)² = 1.44` (the mean over its two rows), with gradients `2 · (1.8 − 3) = −2.4`, so `w = 1.64`, `b = 0.64` after the epoch; the result is `(4 + 1.44) / 2 = 2.72`, the mean over the two steps (not over the three samples).
@@ -1839,5 +1856,5 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - Before a tensor is used, changing it is harmless whichever way. After, it depends on whether a node saved it: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
 # - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
 # - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.
-# - Legacy: `Variable(t)` returns a plain tensor; `volatile=True` warns and does nothing; `loss.data[0]` raises, use `loss.item()` (`tolist()` for many values); `float(loss)` warns when `loss` requires grad; prefer `.detach().cpu().numpy()` to `.data.cpu().numpy()`.
+# - Legacy: `Variable(t)` returns `t.detach()`, a plain tensor; `volatile=True` warns and does nothing; `loss.data[0]` raises, use `loss.item()` (`tolist()` for many values); `float(loss)` warns when `loss` requires grad; prefer `.detach().cpu().numpy()` to `.data.cpu().numpy()`.
 # - `total_loss += loss` chains every step's graph to the next; in an evaluation loop without `no_grad` it keeps every step's activations too. Accumulate `loss.item()` or `loss.detach()`.
