@@ -979,7 +979,7 @@ with expect_error(RuntimeError, match="same device"):
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
 # The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was (its values, `requires_grad` and version).
 # The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
-# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 it is itself assembled by fill-ins that section 5's rule refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
+# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 (and still on 2.15) it is itself assembled by fill-ins that section 5's rule refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
 
 # %%
 x_try = torch.tensor([1.0, 2.0], requires_grad=True)
