@@ -142,7 +142,7 @@ b = torch.ones(2, requires_grad=True) * 1
 print("b.grad_fn before:", type(b.grad_fn).__name__)
 b.add_(1)  # allowed: b is not a leaf; autograd records the write as b's new history
 print("b.grad_fn after b.add_(1):", type(b.grad_fn).__name__)
-assert type(b.grad_fn).__name__ == "AddBackward0"
+assert b.grad_fn.name().startswith("Add")  # the node of the add (its exact name is torch's)
 
 # %% [markdown]
 # Now a fresh leaf, which has no `.grad` yet: each of the four spellings of section 1 that write into `a` in place is refused.
@@ -243,7 +243,7 @@ with torch.no_grad():
     head = b[:2]
     head.mul_(2)  # both inside: allowed, not recorded
 print("b:", b.detach(), "| grad_fn:", b.grad_fn.name())
-assert b.tolist() == [2.0, 2.0, 1.0] and b.grad_fn.name() == "MulBackward0"
+assert b.tolist() == [2.0, 2.0, 1.0] and b.grad_fn.name().startswith("Mul")
 
 # %% [markdown]
 # ## 4. Forbidden kind 2: modifying a tensor saved for backward
@@ -1567,7 +1567,7 @@ print("nodes:", nodes)  # neither saves a tensor (the table of section 5)
 total.backward()
 total.backward()  # no error
 print("v.grad after two backward() calls:", v.grad)
-assert nodes == ["SumBackward0", "AddBackward0"]
+assert [node.split("Backward")[0] for node in nodes] == ["Sum", "Add"]
 assert torch.equal(v.grad, torch.full((3,), 2.0))
 
 # %% [markdown]
