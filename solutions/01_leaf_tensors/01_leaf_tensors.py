@@ -14,7 +14,7 @@
 # - to finish a tensor first (shape, dtype, device) and wrap it in `nn.Parameter` last.
 #
 # Run the cells from top to bottom.
-# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -87,7 +87,7 @@ for name, tensor in {"x": x, "y": y, "z": z, "c": c, "i": i}.items():
 # That legacy constructor does not initialise the memory it allocates, like `torch.empty(10)`.
 # Its values are whatever was in that memory, so we do not print them.
 # Say what you mean instead: `torch.zeros(10, requires_grad=True)` or `torch.randn(...)`.
-# The cell shows the missing initialisation with `torch.use_deterministic_algorithms(True)`, under which PyTorch fills the memory it leaves uninitialised with NaN, then turns it off again.
+# The cell shows the missing initialisation with `torch.use_deterministic_algorithms(True)`, under which PyTorch fills the floating-point memory it leaves uninitialised with NaN, then turns it off again.
 
 # %%
 legacy = torch.FloatTensor(10)  # uninitialised values
@@ -173,7 +173,7 @@ assert torch.equal(a.grad, torch.tensor([6.0, 12.0, 18.0]))  # a still gets its 
 
 # %% [markdown]
 # `torch.autograd.grad(loss, [b])` returns the gradient instead of storing it.
-# It writes no `.grad` at all, not even on the leaf `a`.
+# It writes no `.grad` on the leaves, not even on `a` (a tensor on the way that called `retain_grad()` would still get its `.grad`).
 
 # %%
 a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -184,7 +184,7 @@ print(f"d loss / d b = {dloss_db}, a.grad = {a.grad}")
 assert torch.equal(dloss_db, torch.full((3,), 3.0)) and a.grad is None
 
 # %% [markdown]
-# `loss.backward(inputs=[b])` fills `.grad` on the tensors you list, leaves or not, and on no other: here `b.grad`, not `a.grad`.
+# `loss.backward(inputs=[b])` fills `.grad` on the tensors you list, leaves or not, and on no other leaf: here `b.grad`, not `a.grad` (a tensor on the way that called `retain_grad()` still gets its `.grad`).
 
 # %%
 a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -1179,7 +1179,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # ## 6. Create, then wrap
 #
 # `nn.Parameter(...)` makes a leaf.
-# An operation on it (a reshape, a new dtype or device) returns a new tensor that is not a leaf.
+# An operation on it while grad mode records (a reshape, a new floating dtype or a device) returns a new tensor that is not a leaf.
 # That alone is harmless, as long as you keep a name on the Parameter:
 
 # %%
@@ -1257,7 +1257,7 @@ assert [name for name, _ in layer.named_parameters()] == ["weight"]
 # %% [markdown]
 # A new dtype or device after wrapping does the same.
 # `.to()` returns the tensor itself when nothing changes: `p.to("cpu")` on a CPU Parameter is `p`.
-# When it must copy (another dtype, another device) it returns a non-leaf.
+# When it must copy (another floating dtype, another device) it returns a non-leaf.
 # So `nn.Parameter(x).to(device)` gives a leaf when `device` is the CPU, and a non-leaf on a GPU.
 # This machine may have no GPU, so we use the course's stand-in for one, `GPU`, to show it:
 # a device named `gpu` whose tensors keep their values on the CPU and follow CUDA's rules on mixing devices; autograd treats it like any other device. On a machine with a GPU, `GPU` is that GPU (`cuda:0`), and the cell runs there.

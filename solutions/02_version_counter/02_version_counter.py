@@ -3,7 +3,7 @@
 #
 # ## What you will learn
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
-# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
+# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments, refused whenever an input requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, three ways to fix a version error, and the way to write to a leaf (`torch.no_grad()`).
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
@@ -11,7 +11,7 @@
 # - How anomaly mode names the forward line behind a backward error.
 # - What `Trying to backward through the graph a second time` means, and how to get two gradients right.
 #
-# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import inspect
@@ -77,7 +77,7 @@ assert y.tolist() == [0.0, 2.0] and y.data_ptr() == y_start
 # %% [markdown]
 # ## 2. The version counter
 #
-# Every tensor carries a counter, `t._version`.
+# Every tensor carries a counter, `t._version` (except the tensors made under `torch.inference_mode()`, notebook 03 section 5).
 # It starts at 0 and goes up by one with every in-place write; out-of-place operations leave it alone.
 # It counts writes, not changes: a write that leaves every value as it was still counts.
 
@@ -118,7 +118,7 @@ print("after alias.zero_(): base", base._version, "| base is now", base)
 assert base._version == head._version == grid._version == alias._version == 3
 
 # %% [markdown]
-# One way of writing escapes the counter: writing through `.data`.
+# Some writes escape the counter: here, writing through `.data` (sections 5 and 7 show writes through numpy).
 # `.data` is a legacy attribute that gives a tensor with the same memory but a counter of its own.
 # Keep that in mind; sections 7 and 8 show why it matters, and notebook 03 compares `.data` and `.detach()` in depth.
 
@@ -131,7 +131,7 @@ assert base._version == 0 and base.sum().item() == 4.0
 # %% [markdown]
 # ## 3. Forbidden kind 1: an in-place write to a leaf that requires grad
 #
-# A leaf that requires grad (every `nn.Parameter` is one) is where `backward()` delivers a gradient.
+# A leaf that requires grad (every `nn.Parameter` not frozen with `requires_grad=False`) is where `backward()` delivers a gradient.
 # While grad mode is on, autograd records every differentiable op on a tensor that requires grad, in-place ones included, and an in-place op rewrites the history of the tensor it writes: the tensor becomes that op's output, with the op as its `grad_fn`.
 # A leaf has no history to rewrite: it is the end of the graph, where `.grad` is filled.
 # So, while grad mode records, autograd refuses an in-place write to such a leaf the moment it happens, not at `backward()`.
@@ -278,7 +278,7 @@ print("d =", d.item(), "| d._version =", d._version)
 draw(f, names=names)
 
 # %% [markdown]
-# `backward()` checks every saved tensor's version before using it, and refuses.
+# `backward()` checks every saved tensor's version before using it, and refuses (unless saved-tensor hooks such as `torch.autograd.graph.save_on_cpu()` are on: autograd then checks no version, as the end of section 5 shows).
 # The `[...]` part describes the stale tensor: its type and shape, and the node autograd now holds for it, the record of `d[:] = 0`.
 # The message names that node without `Backward`: `Fill3` for `d.grad_fn.name()`, `FillBackward3`.
 
@@ -546,7 +546,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
     e.sum().backward()
 
 # %% [markdown]
-# No error means the gradient is right for the values the forward pass used, provided every write moved the saved tensor's version counter and every node kept its tensors through autograd (built-in ops, `save_for_backward`).
+# No error means the gradient is right for the values the forward pass used, provided every write moved the saved tensor's version counter and every node kept its tensors through autograd (built-in ops, `save_for_backward`, and no saved-tensor hooks).
 # A write through `.data` (section 2) moves none: `backward()` raises nothing and the gradient is silently wrong.
 # Here is the failing `exp` case again, with the write made through `.data`: by hand `a.grad` should be `exp(a)`; it comes out as `2 exp(a)`.
 
@@ -595,6 +595,20 @@ class SquareKeptOnCtx(torch.autograd.Function):
 a = torch.tensor([1.0, 2.0], requires_grad=True)
 b = a * 1
 loss = SquareKeptOnCtx.apply(b).sum()
+b.mul_(10)  # b's counter moves: 0 -> 1
+loss.backward()  # no error ...
+print("b._version:", b._version, "| a.grad:", a.grad, "| 2a:", 2 * a.detach(), "<- wrong")
+assert b._version == 1 and torch.equal(a.grad, 20 * a.detach())
+
+# %% [markdown]
+# Saved-tensor hooks escape the check too: under `torch.autograd.graph.saved_tensors_hooks` (and `save_on_cpu()`, built on them) a node keeps what your pack function returns, and autograd checks no version.
+# On the CPU, `save_on_cpu()` keeps the tensor itself, so a write after the forward pass raises nothing and the gradient is wrong.
+
+# %%
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+with torch.autograd.graph.save_on_cpu():
+    b = a * 1
+    loss = (b * b).sum()  # the node of b * b saves b, through the hooks
 b.mul_(10)  # b's counter moves: 0 -> 1
 loss.backward()  # no error ...
 print("b._version:", b._version, "| a.grad:", a.grad, "| 2a:", 2 * a.detach(), "<- wrong")
@@ -1162,7 +1176,7 @@ print("on the GPU stand-in:", on_gpu(lambda h: h - h.mean(dim=0), h))  # device-
 # %% [markdown]
 # ## 8. Initialising a parameter: `torch.no_grad()`, not `.data`
 #
-# A parameter is a leaf that requires grad, so `w.normal_()` is refused (section 3).
+# A parameter that is not frozen is a leaf that requires grad, so `w.normal_()` is refused (section 3).
 
 # %%
 w = nn.Parameter(torch.empty(2, 3))
@@ -1192,7 +1206,7 @@ print(f"version: 0 -> {w._version}")
 assert w is before and w.is_leaf and w.requires_grad and w._version == 1
 
 # %% [markdown]
-# `nn.init` does exactly this: its functions wrap the in-place op in `torch.no_grad()`.
+# `nn.init` does exactly this: `nn.init.normal_`, like its other in-place functions, wraps the op in `torch.no_grad()`.
 # Here is the source of the function behind `nn.init.normal_`, from the installed torch:
 
 # %%
@@ -1546,7 +1560,7 @@ with expect_warning(UserWarning, match="Anomaly Detection has been enabled"):
 # %% [markdown]
 # ## 10. Backward twice
 #
-# `backward()` frees the saved tensors once it has used them, to save memory.
+# `backward()` frees the saved tensors once it has used them, to save memory (unless it is called with `retain_graph=True` or `create_graph=True`).
 # A second `backward()` through the same graph fails if the graph saved something: it finds the saved tensors gone.
 
 # %%
@@ -1849,7 +1863,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 #
 # - `t._version` counts in-place writes; views share it with their base, and so does `.detach()` (not a view); `.data` does not.
 # - A leaf that requires grad refuses in-place writes to itself (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed, and so is an optimiser's `step()`, which turns grad mode off. Writes through `.detach()` and `.data` are not refused.
-# - A tensor some node saved for backward may not be written before `backward()`: `draw()` shows it red, `backward()` raises.
+# - A tensor some node saved for backward may not be written before a `backward()` that runs through that node: `draw()` shows it red, `backward()` raises (unless saved-tensor hooks are on: then nothing is checked).
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
 # - Writes through `.data` move no counter, and a write through a tensor that shares the memory but not the counter (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
 # - Writes to tensors no node saved are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).

@@ -15,7 +15,7 @@
 # - why `total_loss += loss` keeps every step's graph alive, measured and plotted.
 #
 # Run the cells from top to bottom.
-# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -101,7 +101,7 @@ assert out._version == via_detach._version == 1  # the detach write was counted 
 assert via_data._version == 1  # the data write moved only .data's own counter
 
 # %% [markdown]
-# Autograd decides whether a saved tensor is still valid by its version alone.
+# Autograd decides whether a saved tensor is still valid by its version alone (with no saved-tensor hooks on: notebook 02, section 5).
 # That one difference decides whether a bad write is a loud error or a silent wrong gradient.
 
 # %% [markdown]
@@ -168,7 +168,7 @@ assert torch.allclose(a.grad, true_grad)
 
 # %% [markdown]
 # This check is what PyTorch's promise rests on ([In-place correctness checks](https://docs.pytorch.org/docs/stable/autograd.html#in-place-correctness-checks)): "if you're using in-place functions and not seeing any errors, you can be sure that the computed gradients are correct".
-# For a tensor some node saved, it holds for every write that moves its counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
+# For a tensor some node saved (with no saved-tensor hooks on), it holds for every write that moves its counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
 # Here is the same zeroing made four ways, three of them on the saved `out` and one on a copy (notebook 02, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
 
 
@@ -564,7 +564,7 @@ print("under torch.no_grad(): output.grad_fn =", output.grad_fn)
 assert output.grad_fn is None
 
 # %% [markdown]
-# **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: the tensors created inside it do not even keep a version counter.
+# **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: the tensors its ops create inside it (views of other tensors aside) do not even keep a version counter.
 # The price, for these *inference tensors*: autograd cannot save one for backward, and it cannot be changed in place outside inference mode.
 # Where no node needs to save it, it can still enter a graph: `w + features` saves nothing (notebook 02, section 5), and `w.grad` comes out right.
 # By hand, $\partial \sum (w + f) / \partial w = 1$, and $\partial \sum w f / \partial w = f = 3$.
@@ -763,7 +763,7 @@ print(
 assert p.shape == (2, 3) and p._version == 1 and p.data_ptr() == memory
 
 # %% [markdown]
-# `copy_` refuses only what it cannot broadcast: a `(3,)` row or a single number fills the whole `(2, 3)` weight without a word.
+# `copy_` refuses no shape it can broadcast: a `(3,)` row or a single number fills the whole `(2, 3)` weight without a word.
 # `load_state_dict` is stricter: it refuses the `(3,)` row that `copy_` broadcast, since it compares each tensor's shape with the parameter's (with one exception kept for old checkpoints: a one-element tensor loads into a 0-dim parameter, a `(3,)` one does not).
 
 # %%

@@ -16,7 +16,7 @@
 #
 # *The seed* below is the older Chinese blog post this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
 # Run the cells from top to bottom.
-# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -438,7 +438,7 @@ assert first.grad_fn.name().startswith("AsStrided") and first._version == 1
 # The seed concludes: "when learnable parameters are combined, you cannot fill in, you can only use cat/stack".
 # That overgeneralises.
 # A fill-in is an in-place write, and notebook 02's rule applies unchanged:
-# **a write is refused at `backward()` when some node recorded before it saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
+# **a write is refused at `backward()` when a node that this `backward()` runs through, recorded before the write, saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
 # Whether the pieces "combine" parameters does not matter; whether an op *saved the buffer* does.
 #
 # Each line below starts from `p = [1.5, 3.5]` (leaf) and builds `out`; the table shows what `diagnose` finds and what `backward()` does.

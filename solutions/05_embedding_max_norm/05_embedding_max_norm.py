@@ -15,7 +15,7 @@
 #
 # *The seed* below is the older Chinese notebook this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
 # Run the cells from top to bottom.
-# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -701,7 +701,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 #
 # Write `tied_rnn_logits(model, tokens)`: the logits of `TiedRNNLM.forward`, shape `(batch, seq, vocab)`, computed so that `backward()` works.
 # Use the same recurrence, `h = tanh(x_t + model.recurrent(h))` from `h = 0`, and `logits_t = h @ weight.T` with the tied weight, and keep `max_norm`: every logit must use the weight with the rows of **all** of `tokens` already rescaled, and only those rows, as `nn.Embedding` rescales them (the per-step `clone()` of section 4 gives other values: for the example below, its step-0 logits are printed under the model).
-# Look the rows up with `model.embedding` itself (or `F.embedding`), so that the gradients are the ones `nn.Embedding`'s lookup gives.
+# The simplest is to look the rows up with `model.embedding` itself (or `F.embedding`), whose lookup gives `nn.Embedding`'s gradients.
 # The gradients must reach both `model.embedding.weight` (through the lookup and through the output layer) and `model.recurrent.weight`.
 # For the model of the cell below and `tokens = [[1, 0, 2]]`, the logits of step 0 are `≈ [[0.4787, 0.2394, 0.3799, 0.9575]]`, in float32 and in float64; row 3 of the weight, which `tokens` does not look up, gets its gradient only through the output layer.
 # The model is the caller's: leave its settings (`max_norm`), `model.recurrent` and `tokens` as you found them; `model.embedding.weight` may end with the rows of `tokens` rescaled, as `model(tokens)` leaves it, or as it was.
@@ -1226,7 +1226,7 @@ probe_and_judge("q3", hidden_cases, observe, judge)
 #
 # **A "frozen" pretrained table is rewritten, and so is your tensor.**
 # `from_pretrained` wraps the tensor you pass without copying it, and `freeze=True` only turns off `requires_grad`.
-# With `max_norm`, every lookup rescales your pretrained vectors in place, in training and in evaluation.
+# With `max_norm`, every lookup rescales your pretrained vectors in place, under `no_grad` too (as below), and `model.eval()` changes nothing of it.
 
 # %%
 pretrained_vectors = torch.tensor([[3.0, 4.0], [0.3, 0.4]])  # say, loaded from a file
@@ -1237,6 +1237,7 @@ print(
     "| requires_grad:",
     frozen.weight.requires_grad,
 )
+frozen.eval()  # evaluation mode changes nothing of max_norm
 with torch.no_grad():
     frozen(torch.tensor([0]))
 print("your pretrained tensor now:", pretrained_vectors.tolist())

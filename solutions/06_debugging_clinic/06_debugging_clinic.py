@@ -17,7 +17,7 @@
 # - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
 #
 # Run the cells from top to bottom.
-# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults.
+# In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
@@ -914,7 +914,7 @@ assert patched.scale.device.type == "cpu" and "scale" not in patched.state_dict(
 # The fix is to let the module own them:
 #
 # - a layer goes in `__init__` (its sizes are known there: the hidden size is an argument); a list of layers goes in `nn.ModuleList`, since a plain Python list registers nothing;
-# - a tensor that is state but not trained goes in a *buffer*, `self.register_buffer("scale", tensor)`: `.to()` moves and converts it with the parameters, and `state_dict()` saves it (`persistent=False` leaves it out of the checkpoint).
+# - a tensor that is state but not trained goes in a *buffer*, `self.register_buffer("scale", tensor)`: `.to()` moves it with the parameters (and converts it to their dtype when it is floating point), and `state_dict()` saves it (`persistent=False` leaves it out of the checkpoint).
 #
 # A small module with both, moved to the stand-in and converted to float64:
 
@@ -971,7 +971,7 @@ assert "std" not in standardise.state_dict() and "mean" in standardise.state_dic
 # Write `FixedScorer(features, hidden)`, the scorer of this section fixed:
 #
 # - `self.body = nn.Linear(features, hidden)`;
-# - `self.scale`, the tensor `torch.linspace(0.5, 1.5, hidden)`, kept so that `.to()` moves and converts it with the parameters, and not trained;
+# - `self.scale`, the tensor `torch.linspace(0.5, 1.5, hidden)`, kept so that `.to()` moves it (and converts it, a floating-point tensor) with the parameters, and not trained;
 # - `self.head = nn.Linear(hidden, 1)`, built once, in `__init__`;
 # - `forward(x)` returns `self.head(torch.relu(self.body(x)) * self.scale).squeeze(1)`, one score per row of `x`, and leaves `x` as it was.
 #
