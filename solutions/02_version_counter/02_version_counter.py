@@ -3,7 +3,7 @@
 #
 # ## What you will learn
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
-# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments, refused whenever an input requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
+# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments, refused while autograd records when an input or the output requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, three ways to fix a version error, and the way to write to a leaf (`torch.no_grad()`).
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
@@ -160,6 +160,11 @@ with expect_error(RuntimeError, match="a view of a leaf Variable that requires g
     a[0] = 0.0  # a[0] is a view of a
 with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
     torch.add(a, 1.0, out=a)
+# out= is refused for any tensor that requires grad, as an input or as the output:
+with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+    torch.add(a, 1.0, out=torch.zeros(4))  # the input requires grad
+with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+    torch.add(torch.ones(4), 1.0, out=a * 1)  # the output, a non-leaf, requires grad
 
 # %% [markdown]
 # Two ways of writing are not refused, because they write through another tensor on `a`'s memory: `a.detach()` and `a.data`.
