@@ -209,7 +209,7 @@ def test_the_verbatim_check_finds_a_translated_code_span():
 
 
 def unrendered_emphasis(markdown: str) -> list[str]:
-    """The lines of a markdown cell whose ``**``/``__``/``*`` would show as literal marks.
+    """The pieces of text of a markdown cell where ``**``, ``__`` or ``*`` would show as marks.
 
     CommonMark (which JupyterLab's renderer and the site's follow) closes ``**`` only where
     the flanking rules allow: ``**勘误：**这`` stays literal, the closing ``**`` being preceded
@@ -234,7 +234,7 @@ def test_every_emphasis_of_the_prose_renders(assignment, language):
     path = (
         edition_notebook(course, assignment, language)
         if language != "en"
-        else course.release / assignment / f"{assignment}.ipynb"
+        else course.student_notebook(assignment)
     )
     notebook = nbformat.read(path, as_version=4)
     problems = [
