@@ -166,7 +166,7 @@ def class_graded_in_the_background(
         "root": str(course.root),
         "release": str(course.release),
         "submissions": {assignment: str(folders[assignment]) for assignment in ASSIGNMENTS},
-        "checked_at_home": [str(path) for path in fixture_notebook_paths()],
+        "fixtures": [str(path) for path in fixture_notebook_paths()],
         "check_course": str(work / "check-course"),
     }
     (work / "spec.json").write_text(json.dumps(spec))
@@ -204,14 +204,28 @@ def fixture_notebook_paths() -> list[Path]:
 
 @pytest.fixture(scope="session")
 def checked_at_home(graded, class_graded_in_the_background) -> dict[str, dict]:
-    """Every fixture notebook's verdict from the learner's check, by notebook path.
+    """The verdicts of a sample of the fixture notebooks from the learner's check, by path.
 
-    Made by the background run once the class is graded (``graded`` waits for it).
+    Made by the background run once the class is graded (``graded`` waits for it); the
+    sample is ``sample_to_check_at_home``'s.
     """
     from tests.support.background_grading import CHECKS
 
     _, work = class_graded_in_the_background
-    return pickle.loads((work / CHECKS).read_bytes())
+    return pickle.loads((work / CHECKS).read_bytes())["at_home"]
+
+
+@pytest.fixture(scope="session")
+def told_in_class(graded, class_graded_in_the_background) -> dict[str, list[dict]]:
+    """What ``make check`` would tell each fixture's learner, read from the class graded.
+
+    Every fixture notebook's exercise verdicts (``ExerciseVerdict`` as dicts), by path, as
+    ``read_exercises`` reads them from the instructor's course after ``graded``.
+    """
+    from tests.support.background_grading import CHECKS
+
+    _, work = class_graded_in_the_background
+    return pickle.loads((work / CHECKS).read_bytes())["class"]
 
 
 @pytest.fixture(scope="session")

@@ -248,10 +248,18 @@ def _locked_cells_edited(notebook: nbformat.NotebookNode) -> list[str]:
     return edited
 
 
-def _read_exercises(
+def read_exercises(
     course: Course, assignment: str, student: str
 ) -> tuple[list[ExerciseVerdict], bool]:
     """Each exercise's points from the gradebook, its story from the autograded notebook.
+
+    What ``make check`` tells a learner, read from any course that graded the student: the
+    learner's own, or the instructor's (the tests compare the two).
+
+    Args:
+        course: The course that graded the student.
+        assignment: The assignment graded.
+        student: The student's id in that course.
 
     Returns:
         The verdicts, and whether the gradebook holds the student's grades at all.
@@ -378,7 +386,7 @@ def grade_at_home(
 
 def _verdict(course, assignment, student, notebook, by_id) -> NotebookVerdict:
     submission = by_id[student]
-    exercises, recorded = _read_exercises(course, assignment, student)
+    exercises, recorded = read_exercises(course, assignment, student)
     try:
         changed = _locked_cells_edited(nbformat.read(notebook, as_version=4))
     except Exception:  # unreadable: the grader's status says so

@@ -15,14 +15,19 @@ grading left behind (``tests/test_adversarial.py``) does not see this run's live
 
     python -m tests.support.background_grading SPEC OUTPUT
 
-Then it checks every fixture notebook as a learner's ``make check`` does, in a learner
-course of its own (about five core-minutes more): ``tests/test_check_verdict.py``
-compares those points with the grader's.
+Then it reads what ``make check`` would tell each fixture's learner from the class just
+graded (``read_exercises`` on the instructor's course), and checks a sample of the fixture
+notebooks as a learner's ``make check`` does, in a learner course of its own (its own
+secret, so other hidden inputs): ``tests/test_check_verdict.py`` compares those points with
+the grader's. The sample (:func:`sample_to_check_at_home`) is every fixture whose points
+the hidden checks decided somewhere, since only those can depend on the hidden inputs, and
+enough of the others for every outcome the class shows; checking all of them at home cost
+about five core-minutes, the sample about half.
 
 ``SPEC`` is a JSON file: ``{"root": ..., "release": ..., "submissions": {assignment:
-folder}, "checked_at_home": [notebook, ...], "check_course": folder}``; ``OUTPUT``
-receives the pickled ``{assignment: GradingResult}``, and :data:`CHECKS` beside it the
-pickled ``{notebook: verdict}``.
+folder}, "fixtures": [notebook, ...], "check_course": folder}``; ``OUTPUT`` receives the
+pickled ``{assignment: GradingResult}``, and :data:`CHECKS` beside it the pickled
+``{"class": {notebook: [exercise verdict, ...]}, "at_home": {notebook: verdict}}``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import os
 import pickle
 import sys
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 
 NICENESS = 10
@@ -71,21 +77,63 @@ def main(argv: list[str]) -> int:
         }
     finally:
         executor.close()
-    # Then every fixture as a learner checks it (make check), in a learner course of its
-    # own: tests/test_check_verdict.py compares its points with the grader's above.
-    from autograder.learner.verdict import grade_at_home, learner_course
+    # What make check would tell each fixture's learner, as the class was graded; then a
+    # sample as a learner checks it, in a learner course of its own:
+    # tests/test_check_verdict.py compares its points with the grader's above.
+    from autograder.learner.verdict import grade_at_home, learner_course, read_exercises
 
-    notebooks = [Path(path) for path in spec["checked_at_home"]]
+    in_class = {}
+    for notebook in map(Path, spec["fixtures"]):
+        exercises, _ = read_exercises(course, notebook.stem, notebook.parent.name)
+        in_class[str(notebook)] = [asdict(exercise) for exercise in exercises]
+    notebooks = [Path(path) for path in sample_to_check_at_home(in_class)]
     verdicts = grade_at_home(
         notebooks, course=learner_course(Path(spec["check_course"])), jobs=WORKERS
     )
-    checks = {
+    at_home = {
         str(notebook): verdict.as_dict()
         for notebook, verdict in zip(notebooks, verdicts, strict=True)
     }
-    _write_whole(output.with_name(CHECKS), checks)
+    _write_whole(output.with_name(CHECKS), {"class": in_class, "at_home": at_home})
     _write_whole(output, results)  # last: the waiting fixture reads both once this exists
     return 0
+
+
+def outcomes(notebook: str, exercises: list[dict]) -> set[tuple[str, str, str, str, float]]:
+    """Each exercise's (assignment, name, visible tests, hidden checks, points) in a verdict."""
+    assignment = Path(notebook).stem
+    return {(assignment, e["exercise"], e["visible"], e["hidden"], e["score"]) for e in exercises}
+
+
+def sample_to_check_at_home(in_class: dict[str, list[dict]]) -> list[str]:
+    """The fixture notebooks to check as a learner does, from their verdicts in the class.
+
+    Every notebook in which the hidden checks ran (an exercise passed its visible tests):
+    their points come from hidden inputs, which a learner's course draws from another
+    secret. Then, chosen greedily, other notebooks until every outcome of every exercise that the
+    class shows (:func:`outcomes`) is in the sample: the rest failed their visible tests or
+    were not answered, which no secret changes.
+
+    Args:
+        in_class: Each notebook's exercise verdicts (``ExerciseVerdict`` as dicts), as
+            ``make check`` would read them from the course that graded the class; the
+            notebooks are named after their assignment.
+
+    Returns:
+        The sample's notebooks, in the order of ``in_class``.
+    """
+    shown = {notebook: outcomes(notebook, exercises) for notebook, exercises in in_class.items()}
+    chosen = {
+        notebook
+        for notebook, exercises in in_class.items()
+        if any(exercise["visible"] == "pass" for exercise in exercises)
+    }
+    missing = set().union(*shown.values()) - set().union(*(shown[name] for name in chosen))
+    while missing:  # greedy: the notebook that shows most of what is still missing
+        notebook = max(shown, key=lambda name: len(shown[name] & missing))
+        chosen.add(notebook)
+        missing -= shown[notebook]
+    return [notebook for notebook in in_class if notebook in chosen]
 
 
 def _write_whole(path: Path, data: object) -> None:
