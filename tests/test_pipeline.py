@@ -6,6 +6,7 @@ and once more one at a time in another course: both must give the same grades.
 
 from __future__ import annotations
 
+import copy
 import csv
 import html
 import shutil
@@ -13,6 +14,7 @@ import sys
 
 import nbformat
 import pytest
+from nbgrader.preprocessors import GetGrades
 
 from autograder import cli
 from autograder.authoring.build import build
@@ -20,6 +22,7 @@ from autograder.authoring.wrong_answers import FIXTURES, load_wrong_answers
 from autograder.course import Course, assignment_ids
 from autograder.errors import AutograderError
 from autograder.pipeline.executors import LocalExecutor
+from autograder.pipeline.record import Recorder
 from autograder.pipeline.report import write_report
 from autograder.pipeline.run import (
     GradingResult,
@@ -28,6 +31,10 @@ from autograder.pipeline.run import (
     export_class,
     feedback_class,
     grade_class,
+)
+from autograder.preprocessors.grades_from_notebook import (
+    GradesFromNotebook,
+    scored_by_autograde_alone,
 )
 from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
@@ -218,6 +225,72 @@ def test_feedback_reads_as_the_student_wrote_it(built_course, graded, assignment
     blank = html.unescape((folder / "blank" / assignment / f"{assignment}.html").read_text())
     assert "not judged: the exercise is not answered yet" in blank
     assert "sent no observations" not in blank
+
+
+def _scored(preprocessor, notebook: nbformat.NotebookNode, resources: dict):
+    scored, resources = preprocessor.preprocess(copy.deepcopy(notebook), copy.deepcopy(resources))
+    cells = [cell.metadata.get("nbgrader", {}) for cell in scored.cells]
+    totals = {key: resources["nbgrader"][key] for key in ("score", "max_score", "late_penalty")}
+    return cells, totals
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_scores_read_from_a_graded_notebook_are_those_the_gradebook_gives_back(
+    built_course, graded, assignment
+):
+    """A worker scores feedback from the notebook: as nbgrader reads them from the gradebook.
+
+    Every student of the class, each exercise's score, points and comment, and the totals
+    the feedback page shows (``GradesFromNotebook`` against nbgrader's ``GetGrades``).
+    """
+    compared = 0
+    for row in graded[assignment].rows:
+        path = built_course.autograded_notebook(row["student_id"], assignment)
+        if not path.is_file():
+            continue  # not graded: no feedback
+        notebook = nbformat.read(path, as_version=4)
+        resources = {
+            "nbgrader": {
+                "notebook": assignment,
+                "assignment": assignment,
+                "student": row["student_id"],
+                "db_url": built_course.gradebook_url(),
+            }
+        }
+        assert scored_by_autograde_alone(notebook)
+        from_gradebook = _scored(GetGrades(), notebook, resources)
+        assert _scored(GradesFromNotebook(), notebook, resources) == from_gradebook, row
+        compared += 1
+    assert compared >= 5
+
+
+@pytest.mark.slow
+def test_feedback_rendered_by_a_worker_is_what_the_gradebook_renders(built_course, graded):
+    """The class's feedback pages, rendered by the workers, rendered again from the gradebook."""
+    assignment = ASSIGNMENTS[0]
+    with Recorder(built_course, assignment) as recorder:
+        for student in ("perfect", "blank", "grad_written_by_hand", "alternative_correct_answers"):
+            page = built_course.feedback / student / assignment / f"{assignment}.html"
+            files, problem = recorder.render_feedback(student)
+            assert files is not None, problem
+            assert files[f"{assignment}.html"] == page.read_bytes(), student
+
+
+def test_a_notebook_with_an_answer_graded_by_hand_is_not_scored_from_itself():
+    cell = nbformat.v4.new_code_cell("answer = 1")
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "solution": True,
+        "grade_id": "written",
+        "points": 2,
+        "checksum": "not this cell's",
+    }
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    assert not scored_by_autograde_alone(notebook)
+    resources = {"nbgrader": {}}
+    with pytest.raises(ValueError, match="graded by hand"):
+        GradesFromNotebook().preprocess(notebook, resources)
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from jupyter_client.provisioning import KernelProvisionerFactory
 from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbformat import NotebookNode
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -44,6 +45,7 @@ from autograder.kernel.fs import remove_tree
 from autograder.pipeline.reference import AssignmentReference, scratch_course
 from autograder.pipeline.steps import AutogradeSteps, notebook_bytes, notebook_resources
 from autograder.preprocessors.execute import SandboxedExecute
+from autograder.preprocessors.grades_from_notebook import scored_by_autograde_alone
 from autograder.preprocessors.restore import RestoreFromSource
 from autograder.sandbox import provisioner, zygote
 from autograder.sandbox.bwrap import Sandbox
@@ -264,39 +266,40 @@ class Grader:
         status, message = outcome(graded)
         joined = "; ".join(part for part in (submission.message, message) if part)
         done = dataclasses.replace(submission, status=status, message=joined, graded=True)
-        rendered, problem = self._feedback(done, content) if feedback else (None, "")
+        rendered, problem = self._feedback(done, content, graded) if feedback else (None, "")
         return GradedNotebook(done, content, self.sandbox.describe(), rendered, problem)
 
     def _feedback(
-        self, submission: Submission, content: bytes
+        self, submission: Submission, content: bytes, graded: NotebookNode
     ) -> tuple[dict[str, bytes] | None, str]:
         """Renders a graded student's feedback; returns its files, or why it failed.
 
-        Feedback is scored from a gradebook: the graded notebook is recorded in the scratch
-        course's own (as the recording process records it in the course's), rendered from
-        there, and the scratch course keeps nothing of the student afterwards.
+        Scored from the graded notebook itself (``GradesFromNotebook``), as the recording
+        process will record it in the course's gradebook, and rendered in the scratch
+        course, which keeps nothing of the student afterwards. A notebook with a cell to
+        grade by hand has no score to read here: the recording process renders its
+        feedback from the course's gradebook.
         """
+        if not scored_by_autograde_alone(graded):
+            return None, ""
         student_id = submission.student_id
         if self._recorder is None:
             from autograder.pipeline.record import Recorder  # it imports this module
 
-            self._recorder = Recorder(self.course, self.assignment, self.limits)
+            self._recorder = Recorder(
+                self.course, self.assignment, self.limits, scores_from_notebook=True
+            )
             self._stack.callback(self._recorder.close)
         try:
-            # nbgrader records a student it finds in submitted/ (the worker's notebook
-            # replaces that one: UseGradedNotebook).
-            submitted = self.course.submitted_folder(student_id, self.assignment)
-            submitted.mkdir(parents=True)
-            (submitted / f"{self.assignment}.ipynb").write_bytes(content)
-            problem = self._recorder.save_grades(student_id, content)
-            if problem:
-                return None, "feedback failed: " + problem
+            # nbgrader renders feedback from the notebook it finds in autograded/.
+            autograded = self.course.autograded_notebook(student_id, self.assignment)
+            autograded.parent.mkdir(parents=True)
+            autograded.write_bytes(content)
             files, problem = self._recorder.render_feedback(student_id)
             if files is None or sum(map(len, files.values())) > MAX_FEEDBACK_BYTES:
                 return None, problem  # too large to send: the recording process renders it
             return files, ""
         finally:
             # The scratch course keeps no student: each is graded once and sent back.
-            for folder in (self.course.submitted, self.course.root / "autograded"):
-                remove_tree(folder / student_id)
+            remove_tree(self.course.root / "autograded" / student_id)
             remove_tree(self.course.feedback / student_id)

@@ -24,6 +24,7 @@ from nbgrader.preprocessors import GetGrades
 from traitlets.config import Config
 
 from autograder.compat import html_export_without_reparsing
+from autograder.preprocessors.grades_from_notebook import GradesFromNotebook
 from autograder.preprocessors.hide_tests import ClearHiddenTestsInTests
 from autograder.preprocessors.readable_outputs import ReadableOutputs
 from autograder.preprocessors.shorten_tracebacks import ShortenTestTracebacks
@@ -113,12 +114,19 @@ class FeedbackExporter(HTMLExporter):
             return super().from_notebook_node(nb, resources, **kw)
 
 
-def feedback_config() -> Config:
-    """Returns the nbgrader settings that make generate_feedback hide hidden tests."""
+def feedback_config(scores_from_notebook: bool = False) -> Config:
+    """Returns the nbgrader settings that make generate_feedback hide hidden tests.
+
+    Args:
+        scores_from_notebook: Score the feedback from the graded notebook itself
+            (:class:`~autograder.preprocessors.grades_from_notebook.GradesFromNotebook`)
+            instead of the gradebook: for a student that autograde alone scored, rendered
+            where the gradebook does not hold them (a grading worker).
+    """
     config = Config()
     config.GenerateFeedback.exporter_class = FeedbackExporter
     config.GenerateFeedback.preprocessors = [
-        GetGrades,
+        GradesFromNotebook if scores_from_notebook else GetGrades,
         ClearHiddenTestsInTests,
         ShortenTestTracebacks,
         CSSHTMLHeaderPreprocessor,

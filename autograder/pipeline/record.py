@@ -49,7 +49,9 @@ def _joined(*parts: str) -> str:
     return "; ".join(part for part in parts if part)
 
 
-def record_config(course: Course, limits: Limits, folder: Path) -> Config:
+def record_config(
+    course: Course, limits: Limits, folder: Path, scores_from_notebook: bool = False
+) -> Config:
     """Returns the settings of an autograde that records workers' notebooks in ``course``.
 
     Args:
@@ -58,6 +60,8 @@ def record_config(course: Course, limits: Limits, folder: Path) -> Config:
             read them).
         folder: Where the workers' notebooks are laid out for
             :class:`~autograder.preprocessors.graded.UseGradedNotebook`.
+        scores_from_notebook: Render feedback scored from the notebook in ``autograded/``
+            rather than from the gradebook (see :func:`feedback_config`).
     """
     config = grading_config(course, limits)
     _, recording = split_autograde_steps(config)
@@ -67,6 +71,10 @@ def record_config(course: Course, limits: Limits, folder: Path) -> Config:
     # nbgrader renders feedback here; the files are then put in feedback/ one by one,
     # each whole (autograder.atomic), so that a reader never sees a half-written page.
     config.CourseDirectory.feedback_directory = FEEDBACK_STAGING
+    if scores_from_notebook:
+        from autograder.pipeline.feedback import feedback_config  # nbconvert: when used
+
+        config.merge(feedback_config(scores_from_notebook=True))
     return config
 
 
@@ -96,13 +104,23 @@ class Recorder:
         course: The course being graded.
         assignment: The assignment id.
         limits: The run's limits.
+        scores_from_notebook: Render feedback scored from each notebook in ``autograded/``
+            rather than from the gradebook: what a grading worker does, in a scratch course
+            whose gradebook records no student.
     """
 
-    def __init__(self, course: Course, assignment: str, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        course: Course,
+        assignment: str,
+        limits: Limits | None = None,
+        scores_from_notebook: bool = False,
+    ) -> None:
         self.course = course
         self.assignment = assignment
         self.folder = Path(tempfile.mkdtemp(prefix="autograder-results-"))
-        self.api = course.api(record_config(course, limits or Limits(), self.folder))
+        config = record_config(course, limits or Limits(), self.folder, scores_from_notebook)
+        self.api = course.api(config)
 
     def close(self) -> None:
         """Removes the folder the results passed through."""
