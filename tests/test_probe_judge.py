@@ -351,6 +351,16 @@ def test_subclasses_of_str_int_and_float_are_observed_as_their_base_values():
     assert [type(value) for value in data["raises"]] == [str, int, float, bool, str]
 
 
+def test_numpy_scalars_are_observed_as_python_numbers_and_arrays_are_not():
+    import numpy as np
+
+    sent = [np.int64(2), np.uint8(3), np.bool_(True), np.float32(0.5), np.array([1, 2])]
+    data = observations.decode(observations.loads(observations.dumps(sent)))
+    assert data[:4] == [2, 3, True, 0.5]
+    assert [type(value) for value in data[:4]] == [int, int, bool, float]
+    assert data[4] == observations.ObjectSeen("ndarray")  # not a scalar: a wrong type
+
+
 def test_a_dict_cannot_pose_as_a_tensor():
     forged = {"__tensor__": {"cls": "Tensor"}}
     data = observations.decode(observations.loads(observations.dumps(forged)))

@@ -10,7 +10,8 @@ text. On the grader's side, :func:`loads` checks size, depth and a JSON schema b
 Encoding (unambiguous: every dict is tagged, so a student's dict cannot pose as a tensor):
 
 * ``None``, ``bool``, ``int``, finite ``float``, ``str``: as they are (a subclass of
-  ``str``, ``int`` or ``float``, such as a ``str``-valued Enum, as its base value);
+  ``str``, ``int`` or ``float``, such as a ``str``-valued Enum, as its base value, and
+  a NumPy scalar of those kinds, such as ``numpy.int64`` or ``numpy.bool_``, as Python's);
 * a non-finite float: ``{"__float__": "nan" | "inf" | "-inf"}``;
 * a list or tuple: a JSON list;
 * a dict with ``str`` keys: ``{"__dict__": {...}}``;
@@ -227,11 +228,18 @@ def _base_value(value: Any) -> Any:
 
     A ``str``-valued Enum is its string, an ``IntEnum`` its int, NumPy's ``float64`` its
     float. The base type's own method reads it, so a subclass's ``__str__`` is not called.
-    (``bool`` cannot be subclassed: a bool stays a bool.)
+    (``bool`` cannot be subclassed: a bool stays a bool.) NumPy's other scalars of those
+    kinds (``int64``, ``bool_``, ``float32``: a learner who counted with NumPy) are their
+    Python value, as ``item()`` gives it.
     """
     kind = type(value)
     if kind in (bool, int, float, str):
         return value
+    if kind.__module__ == "numpy" and not isinstance(value, (str, float)):
+        item = getattr(value, "item", None)
+        plain = item() if callable(item) and getattr(value, "shape", None) == () else None
+        if type(plain) in (bool, int, float):
+            return plain
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int) and not isinstance(value, bool):
