@@ -59,6 +59,9 @@ VALUE_TEMPLATES = (
     "a parameter the loss does not use gets no gradient (section 3)",
     "sqrt's backward is infinite at 0, and the pow node two steps later turns it into NaN "
     "(section 7)",
+    # 04's prediction (q1): why a snippet whose answer is "ok" runs.
+    "Its graph reaches a, and no tensor saved by a node this backward() runs through is "
+    "changed by a later write (the rule of section 5).",
 )
 
 

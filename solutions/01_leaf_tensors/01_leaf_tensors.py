@@ -1179,7 +1179,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # ## 6. Create, then wrap
 #
 # `nn.Parameter(...)` makes a leaf.
-# An operation on it while grad mode records (a reshape, a new floating dtype or a device) returns a new tensor that is not a leaf.
+# An operation on it that makes a new tensor while grad mode records (a reshape, a new floating dtype or a device) returns a tensor that is not a leaf.
 # That alone is harmless, as long as you keep a name on the Parameter:
 
 # %%
@@ -1305,7 +1305,7 @@ assert half_layer.weight is half_weight and half_weight.dtype == torch.float16
 assert float64_layer.weight is float64_weight and float64_weight.dtype == torch.float64
 
 # %% [markdown]
-# Where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), and the swap flag of notebook 06, section 3, is off, `_apply` wraps the new tensor in a new Parameter instead.
+# For plain tensors (a tensor subclass can take another path), where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), and the swap flag of notebook 06, section 3, is off, `_apply` wraps the new tensor in a new Parameter instead.
 # The module then gets a new leaf Parameter, and an optimiser made before still holds the old one, which training no longer reaches.
 # Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, and an optimiser made before the move still holds it.
 # The cell's last lines show this where a GPU is present; on a machine without one they show the stand-in instead, the exception below.

@@ -3,7 +3,7 @@
 #
 # ## What you will learn
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
-# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments, refused while autograd records when an input or the output requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
+# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments of differentiable ops, refused while autograd records when an input or the output requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, three ways to fix a version error, and the way to write to a leaf (`torch.no_grad()`).
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
@@ -77,8 +77,9 @@ assert y.tolist() == [0.0, 2.0] and y.data_ptr() == y_start
 # %% [markdown]
 # ## 2. The version counter
 #
-# Every tensor carries a counter, `t._version` (except the tensors made under `torch.inference_mode()`, notebook 03 section 5).
-# It starts at 0 and goes up by one with every in-place write; out-of-place operations leave it alone.
+# Every tensor carries a counter, `t._version`, except *inference tensors*: those that ops allocate inside `torch.inference_mode()` (notebook 03 section 5).
+# It starts at 0 and goes up by one with every in-place op; out-of-place operations leave it alone.
+# One line can hold two: `t[0] += 1` is an `add_` into the view `t[0]`, then the assignment back (the cell shows it).
 # It counts writes, not changes: a write that leaves every value as it was still counts.
 
 # %%
@@ -93,6 +94,9 @@ print("after t.clamp_(min=0):", t._version)
 u = t * 2  # out of place: u is new (version 0), t is untouched
 print("after u = t * 2:      t", t._version, "| u", u._version)
 assert (t._version, u._version) == (3, 0)
+t[0] += 1  # t[0].add_(1), then t[0] = that result: two in-place ops
+print("after t[0] += 1:     ", t._version)
+assert t._version == 5
 
 # %% [markdown]
 # A view (`t[:2]`, `t.view(...)`) shares memory with its base, and it also shares the base's version counter.
@@ -160,11 +164,15 @@ with expect_error(RuntimeError, match="a view of a leaf Variable that requires g
     a[0] = 0.0  # a[0] is a view of a
 with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
     torch.add(a, 1.0, out=a)
-# out= is refused for any tensor that requires grad, as an input or as the output:
+# out= of a differentiable op is refused for any tensor that requires grad, as an input or as the output:
 with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
     torch.add(a, 1.0, out=torch.zeros(4))  # the input requires grad
 with expect_error(RuntimeError, match="out=... arguments don't support automatic differentiation"):
     torch.add(torch.ones(4), 1.0, out=a * 1)  # the output, a non-leaf, requires grad
+# An op with no derivative takes it: argmax's result is an index, which no gradient flows through.
+index = torch.argmax(a, out=torch.zeros((), dtype=torch.long))
+print("torch.argmax(a, out=...):", index)
+assert index.item() == 0 and not index.requires_grad
 
 # %% [markdown]
 # Two ways of writing are not refused, because they write through another tensor on `a`'s memory: `a.detach()` and `a.data`.
@@ -379,7 +387,7 @@ assert torch.equal(w2.grad, torch.tensor([4.0]))
 # ## 5. When an in-place write is harmless
 #
 # Autograd only checks the tensors that some node saved.
-# For built-in ops, and custom `autograd.Function`s that keep their tensors with `ctx.save_for_backward`, a write to a tensor that no node saved raises nothing, and the gradient stays correct.
+# For built-in ops, and custom `autograd.Function`s that keep their tensors with `ctx.save_for_backward`, a write to a tensor that shares no version counter with a saved tensor raises nothing, and the gradient stays correct. Sharing a counter (section 2) means being the saved tensor, its base, another view of that base, or a `.detach()` of one of them: an example below shows a write to an unsaved view that still raises.
 # (A custom Function that keeps a tensor another way is not checked: the end of this section shows it.)
 # To predict which case you are in, ask of every op the tensor fed: does its backward need that value?
 # Which values a node saves is a fact about each op, and one you can check: a node keeps its saved tensors in its `_saved_*` attributes, and `draw` shows them in orange.
@@ -446,6 +454,22 @@ assert not diagnose(loss)
 loss.backward()
 print("a.grad:", a.grad)
 assert torch.equal(a.grad, torch.full((2,), 3.0))
+
+# %% [markdown]
+# "No node saved it" has to hold for the counter, not only for the tensor.
+# Below, the node of `head * head` saves the view `head = b[:1]` alone; the write goes to `b[1:]`, which no node saved and whose values `head` does not even hold.
+# But `b[1:]` shares `b`'s counter, and so does `head`: the write moves the version the node checks, and `backward()` raises.
+
+# %%
+a = torch.ones(3, requires_grad=True)
+b = a * 1
+head = b[:1]
+loss = (head * head).sum()  # saves head, a view of b
+b[1:].mul_(2)  # not saved, not head's values, but head's counter
+print("head._version after the write to b[1:]:", head._version)
+assert head._version == 1
+with expect_error(RuntimeError, match="modified by an inplace operation"):
+    loss.backward()
 
 # %% [markdown]
 # Not every op leaves out what it will not need, so check the op rather than reason it out.
@@ -705,7 +729,8 @@ def hidden_cases(rng):
 def observe(case):
     """Calls predict_versions(); returns whether it is a dict, its keys and its values.
 
-    The values cross as data: an int stays an int and a bool a bool (an IntEnum is its int).
+    The values cross as data: an int stays an int and a bool a bool (an IntEnum is its int,
+    NumPy's int64 and bool_ Python's int and bool).
     """
     predictions = predict_versions()
     if not isinstance(predictions, dict):
@@ -748,12 +773,13 @@ def judge(seen, case):
     )
     predictions = seen["values"]
     types = {key: type(value).__name__ for key, value in predictions.items()}
+    for key in ("head", "a", "b", "c"):  # first: a value of another type reads oddly below
+        assert types[key] == "int", f"predictions[{key!r}] should be an int"
     assert predictions["head"] == truth["head"], (
         f"head._version is {truth['head']}, you predicted {predictions['head']}: "
         "a view shares its base's version counter (section 2)."
     )
     for key in ("head", "a", "b", "c"):
-        assert types[key] == "int", f"predictions[{key!r}] should be an int"
         assert predictions[key] == truth[key], (
             f"{key}._version is {truth[key]}, you predicted {predictions[key]}: "
             "count the in-place writes to the tensor and to its views (section 2)."
@@ -1871,7 +1897,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # - A tensor some node saved for backward may not be written before a `backward()` that runs through that node: `draw()` shows it red, `backward()` raises (unless saved-tensor hooks are on: then nothing is checked).
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
 # - Writes through `.data` move no counter, and a write through a tensor that shares the memory but not the counter (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
-# - Writes to tensors no node saved are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
+# - Writes to tensors that share no version counter with a saved tensor are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
 # - Fixes: out of place, clone (or `allow_mutation_on_saved_tensors()`, which clones for you), reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
 # - `detect_anomaly()` points to the forward op that saved the tensor.
 # - A second backward fails only through a graph that saved tensors; `retain_graph=True` keeps them, and gradients add up.

@@ -438,7 +438,7 @@ assert first.grad_fn.name().startswith("AsStrided") and first._version == 1
 # The seed concludes: "when learnable parameters are combined, you cannot fill in, you can only use cat/stack".
 # That overgeneralises.
 # A fill-in is an in-place write, and notebook 02's rule applies unchanged:
-# **a write is refused at `backward()` when a node that this `backward()` runs through, recorded before the write, saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
+# **a write is refused at `backward()` (with no saved-tensor hooks on: notebook 02, section 5) when a node that this `backward()` runs through, recorded before the write, saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
 # Whether the pieces "combine" parameters does not matter; whether an op *saved the buffer* does.
 #
 # Each line below starts from `p = [1.5, 3.5]` (leaf) and builds `out`; the table shows what `diagnose` finds and what `backward()` does.
@@ -630,6 +630,11 @@ def judge(seen, case):
         )
         if key in ("tensor_of_pieces", "item_then_requires_grad"):
             pitfall = explain("graph-cut-assembly")
+        elif outcomes[key] == "ok":  # the stale-tensor story would explain the opposite
+            pitfall = (
+                "Its graph reaches a, and no tensor saved by a node this backward() runs "
+                "through is changed by a later write (the rule of section 5)."
+            )
         else:
             pitfall = explain("stale-saved-tensor") + " (the rule of section 5)"
         assert predictions[key] == outcomes[key], (
@@ -979,7 +984,7 @@ with expect_error(RuntimeError, match="same device"):
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
 # The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was (its values, `requires_grad` and version).
 # The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
-# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 (and still on 2.15) it is itself assembled by fill-ins that section 5's rule refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
+# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 it is itself assembled by fill-ins that section 5's rule refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
 
 # %%
 x_try = torch.tensor([1.0, 2.0], requires_grad=True)

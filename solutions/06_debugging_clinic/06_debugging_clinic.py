@@ -914,7 +914,7 @@ assert patched.scale.device.type == "cpu" and "scale" not in patched.state_dict(
 # The fix is to let the module own them:
 #
 # - a layer goes in `__init__` (its sizes are known there: the hidden size is an argument); a list of layers goes in `nn.ModuleList`, since a plain Python list registers nothing;
-# - a tensor that is state but not trained goes in a *buffer*, `self.register_buffer("scale", tensor)`: `.to()` moves it with the parameters (and converts it to their dtype when it is floating point), and `state_dict()` saves it (`persistent=False` leaves it out of the checkpoint).
+# - a tensor that is state but not trained goes in a *buffer*, `self.register_buffer("scale", tensor)`: `.to()` moves it with the parameters (and, when `.to()` is given a dtype, converts it too if it is floating point), and `state_dict()` saves it (`persistent=False` leaves it out of the checkpoint).
 #
 # A small module with both, moved to the stand-in and converted to float64:
 
