@@ -115,6 +115,17 @@ def test_value_templates_are_in_the_sources_and_render_inside_their_message():
     assert said.startswith("B：对损失调用 requires_grad_()") and said.endswith("（第 2 节）。")
 
 
+def test_04s_prediction_feedback_is_whole_in_chinese_for_a_snippet_that_raises_or_runs():
+    """Each branch of 04 q1's judge gives a message its template matches, value and all."""
+    head = "stack: `out = torch.stack([a[0] * 2, a[1] * 3])` then backward(): the answer is "
+    runs = head + "'ok', you predicted 'raises'. " + messages.VALUE_TEMPLATES[-1]
+    raises = head + "'raises', you predicted 'ok'. " + explain("stale-saved-tensor")
+    for message in (runs, raises):
+        said = translate(message + " (the rule of section 5)", "zh-CN")
+        assert said.endswith("（第 5 节的规则）"), said
+        assert not re.search(r"[A-Za-z]{4,} [a-z]{3,}", said.replace("backward()", "")), said
+
+
 def test_to_regex_reads_literal_braces_and_repeated_values():
     assert to_regex("{0} maps to {{1}}").fullmatch("a maps to {1}")
     assert to_regex("{0} in, {0} out").fullmatch("float32 in, float32 out")

@@ -61,7 +61,7 @@ VALUE_TEMPLATES = (
     "(section 7)",
     # 04's prediction (q1): why a snippet whose answer is "ok" runs.
     "Its graph reaches a, and no tensor saved by a node this backward() runs through is "
-    "changed by a later write (the rule of section 5).",
+    "changed by a later write",
 )
 
 

@@ -310,7 +310,7 @@ assert outcome == {
 
 # %% [markdown]
 # Each of those outcomes comes from `MulBackward0` having saved `a`.
-# When no node saved the tensor (nor a view of it: notebook 02, section 5), a write after use is harmless whichever way, counted or not.
+# When no node saved a tensor sharing its version counter (notebook 02, section 5), a write after use is harmless whichever way, counted or not.
 # `a.sum()` saves nothing (notebook 02, section 5): by hand its gradient is 1 for every element, whatever `a` holds.
 
 # %%

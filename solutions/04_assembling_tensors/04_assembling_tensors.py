@@ -633,7 +633,7 @@ def judge(seen, case):
         elif outcomes[key] == "ok":  # the stale-tensor story would explain the opposite
             pitfall = (
                 "Its graph reaches a, and no tensor saved by a node this backward() runs "
-                "through is changed by a later write (the rule of section 5)."
+                "through is changed by a later write" + " (the rule of section 5)"
             )
         else:
             pitfall = explain("stale-saved-tensor") + " (the rule of section 5)"
