@@ -36,6 +36,7 @@ import json
 import os
 import pickle
 import sys
+import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -67,6 +68,7 @@ def main(argv: list[str]) -> int:
     from autograder.sandbox.bwrap import course_sandbox
 
     course = Course.at(Path(spec["root"]), release=Path(spec["release"]))
+    started = time.monotonic()
     # WORKERS students at a time, in the sandbox, as `make grade JOBS=2` does. The
     # processes and their zygotes are started once for every assignment, not once each.
     executor = LocalExecutor(WORKERS, sandbox=course_sandbox(course), keep=True)
@@ -77,6 +79,8 @@ def main(argv: list[str]) -> int:
         }
     finally:
         executor.close()
+    graded_at = time.monotonic()
+    _say("the class", sum(len(result.rows) for result in results.values()), started, graded_at)
     # What make check would tell each fixture's learner, as the class was graded; then a
     # sample as a learner checks it, in a learner course of its own:
     # tests/test_check_verdict.py compares its points with the grader's above.
@@ -94,6 +98,7 @@ def main(argv: list[str]) -> int:
         str(notebook): verdict.as_dict()
         for notebook, verdict in zip(notebooks, verdicts, strict=True)
     }
+    _say("checked at home", len(at_home), graded_at, time.monotonic())
     _write_whole(output.with_name(CHECKS), {"class": in_class, "at_home": at_home})
     _write_whole(output, results)  # last: the waiting fixture reads both once this exists
     return 0
@@ -134,6 +139,11 @@ def sample_to_check_at_home(in_class: dict[str, list[dict]]) -> list[str]:
         chosen.add(notebook)
         missing -= shown[notebook]
     return [notebook for notebook in in_class if notebook in chosen]
+
+
+def _say(what: str, notebooks: int, start: float, end: float) -> None:
+    """Logs a phase's notebooks and wall seconds (its kernels' CPU is not this process's)."""
+    print(f"{what}: {notebooks} notebooks in {end - start:.0f} s", flush=True)
 
 
 def _write_whole(path: Path, data: object) -> None:
