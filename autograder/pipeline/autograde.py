@@ -154,8 +154,9 @@ class GradedNotebook:
         notebook: The graded notebook (bytes), to record; None when grading failed.
         sandbox: How the worker isolated the student's kernel (one line).
         feedback: The files of the student's feedback folder, by relative path, when it
-            was asked for and rendered; scored from the worker's scratch gradebook, so
-            the recording process checks that the real one holds nothing else.
+            was asked for and rendered; scored from the graded notebook itself (what
+            autograde alone gives), so the recording process checks that the real
+            gradebook holds nothing else.
         feedback_problem: Why the feedback could not be rendered ("" when it was).
     """
 

@@ -175,8 +175,8 @@ class Recorder:
     def write_feedback(self, submission: Submission, result: GradedNotebook) -> Submission:
         """Writes the feedback a worker rendered for a student just recorded.
 
-        The worker scored it from its scratch gradebook, which has what autograde wrote
-        and nothing else; where the real gradebook holds more for this student (a late
+        The worker scored it from the graded notebook, as autograde alone scores it;
+        where the real gradebook holds more for this student (a late
         penalty, a score or comment an instructor gave in formgrader), or the worker sent
         none, the feedback is rendered here instead.
         """
