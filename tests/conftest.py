@@ -122,10 +122,6 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return folders
 
 
-# Modules that wait on servers, browsers and timeouts, in the order they run first.
-WAITING_FIRST = ("test_notebooks.py", "test_site.py", "test_service.py")
-
-
 def pytest_collection_modifyitems(config, items) -> None:
     """Runs the tests that wait for the class graded in the background late, the browser last.
 
@@ -137,19 +133,11 @@ def pytest_collection_modifyitems(config, items) -> None:
     late in the run they would leave a core idle. (A module-scoped fixture used on both
     sides would be set up twice; today none is.)
 
-    The modules that wait on servers and browsers (:data:`WAITING_FIRST`) come first, while
-    the class is graded: its processes take the core they leave idle (a fresh clone's run of
-    2026-11-27 left 62 core-seconds idle in them, run after the class was done). The site's
-    needs the executions ``test_notebooks.py`` leaves in the site's cache, so that one goes
-    before it.
-
     The browser test comes last: it times a learner's Run All, on a machine left alone. By
     then the background class is done, as is every other grading run of the suite.
     """
 
     def place(item) -> int:
-        if item.path.name in WAITING_FIRST:
-            return WAITING_FIRST.index(item.path.name) - len(WAITING_FIRST)
         if item.path.name == "test_browser.py":
             return 2
         return 1 if "graded" in item.fixturenames else 0
