@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,18 +131,14 @@ def pytest_collection_modifyitems(config, items) -> None:
     left idle (their sleeps, their waits for servers and kernels). A module's other tests
     stay where they were: those of ``test_pipeline.py`` grade one student at a time, and
     late in the run they would leave a core idle. (A module-scoped fixture used on both
-    sides would be set up twice; today none is.) The tests of what the background run
-    checks at home after the class (``background_checks``) come after those: the others
-    run while it checks.
+    sides would be set up twice; today none is.)
 
     The browser test comes last: it times a learner's Run All, on a machine left alone. By
-    then the background run is done, as is every other grading run of the suite.
+    then the background class is done, as is every other grading run of the suite.
     """
 
     def place(item) -> int:
         if item.path.name == "test_browser.py":
-            return 3
-        if "background_checks" in item.fixturenames:
             return 2
         return 1 if "graded" in item.fixturenames else 0
 
@@ -208,34 +203,29 @@ def fixture_notebook_paths() -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def background_checks(graded, class_graded_in_the_background) -> dict[str, dict]:
-    """What the background run wrote last, once it ended: ``{"class": ..., "at_home": ...}``."""
-    from tests.support.background_grading import CHECKS
-
-    process, work = class_graded_in_the_background
-    code = process.wait(timeout=BACKGROUND_GRADING_TIMEOUT)
-    log = (work / "log.txt").read_text(errors="replace")
-    assert code == 0, f"checking at home in the background failed ({code}):\n{log[-4000:]}"
-    return pickle.loads((work / CHECKS).read_bytes())
-
-
-@pytest.fixture(scope="session")
-def checked_at_home(background_checks) -> dict[str, dict]:
+def checked_at_home(graded, class_graded_in_the_background) -> dict[str, dict]:
     """The verdicts of a sample of the fixture notebooks from the learner's check, by path.
 
-    Made by the background run after the class (the sample is ``sample_to_check_at_home``'s).
+    Made by the background run once the class is graded (``graded`` waits for it); the
+    sample is ``sample_to_check_at_home``'s.
     """
-    return background_checks["at_home"]
+    from tests.support.background_grading import CHECKS
+
+    _, work = class_graded_in_the_background
+    return pickle.loads((work / CHECKS).read_bytes())["at_home"]
 
 
 @pytest.fixture(scope="session")
-def told_in_class(background_checks) -> dict[str, list[dict]]:
+def told_in_class(graded, class_graded_in_the_background) -> dict[str, list[dict]]:
     """What ``make check`` would tell each fixture's learner, read from the class graded.
 
     Every fixture notebook's exercise verdicts (``ExerciseVerdict`` as dicts), by path, as
     ``read_exercises`` reads them from the instructor's course after ``graded``.
     """
-    return background_checks["class"]
+    from tests.support.background_grading import CHECKS
+
+    _, work = class_graded_in_the_background
+    return pickle.loads((work / CHECKS).read_bytes())["class"]
 
 
 @pytest.fixture(scope="session")
@@ -251,15 +241,10 @@ def graded(
     """
     assert class_graded_in_the_background is not None, "the class was not being graded"
     process, work = class_graded_in_the_background
-    results = work / "results.pickle"  # written whole once the class is graded
-    deadline = time.monotonic() + BACKGROUND_GRADING_TIMEOUT
-    while not results.exists():  # the run goes on, checking fixtures at home: no wait()
-        code = process.poll()
-        if code is not None or time.monotonic() > deadline:
-            log = (work / "log.txt").read_text(errors="replace")
-            assert results.exists(), f"grading the class failed ({code}):\n{log[-4000:]}"
-        time.sleep(0.5)
-    return pickle.loads(results.read_bytes())
+    code = process.wait(timeout=BACKGROUND_GRADING_TIMEOUT)
+    log = (work / "log.txt").read_text(errors="replace")
+    assert code == 0, f"grading the class in the background failed ({code}):\n{log[-4000:]}"
+    return pickle.loads((work / "results.pickle").read_bytes())
 
 
 @pytest.fixture(scope="session")

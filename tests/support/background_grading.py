@@ -26,10 +26,8 @@ about five core-minutes, the sample about half.
 
 ``SPEC`` is a JSON file: ``{"root": ..., "release": ..., "submissions": {assignment:
 folder}, "fixtures": [notebook, ...], "check_course": folder}``; ``OUTPUT`` receives the
-pickled ``{assignment: GradingResult}`` as soon as the class is graded (the ``graded``
-fixture waits for it, not for the process), and :data:`CHECKS` beside it, at the end, the
-pickled ``{"class": {notebook: [exercise verdict, ...]}, "at_home": {notebook: verdict}}``
-(the fixtures that read it wait for the process to end).
+pickled ``{assignment: GradingResult}``, and :data:`CHECKS` beside it the pickled
+``{"class": {notebook: [exercise verdict, ...]}, "at_home": {notebook: verdict}}``.
 """
 
 from __future__ import annotations
@@ -92,9 +90,6 @@ def main(argv: list[str]) -> int:
     for notebook in map(Path, spec["fixtures"]):
         exercises, _ = read_exercises(course, notebook.stem, notebook.parent.name)
         in_class[str(notebook)] = [asdict(exercise) for exercise in exercises]
-    # The instructor's course is the tests' from here: those that need only the class go
-    # on while the sample is checked at home, in a course of its own.
-    _write_whole(output, results)
     notebooks = [Path(path) for path in sample_to_check_at_home(in_class)]
     verdicts = grade_at_home(
         notebooks, course=learner_course(Path(spec["check_course"])), jobs=WORKERS
@@ -105,6 +100,7 @@ def main(argv: list[str]) -> int:
     }
     _say("checked at home", len(at_home), graded_at, time.monotonic())
     _write_whole(output.with_name(CHECKS), {"class": in_class, "at_home": at_home})
+    _write_whole(output, results)  # last: the waiting fixture reads both once this exists
     return 0
 
 
