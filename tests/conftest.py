@@ -203,29 +203,34 @@ def fixture_notebook_paths() -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def checked_at_home(graded, class_graded_in_the_background) -> dict[str, dict]:
-    """The verdicts of a sample of the fixture notebooks from the learner's check, by path.
+def background_checks(graded, class_graded_in_the_background) -> dict[str, dict]:
+    """What the background run wrote beside the class: ``{"class": ..., "at_home": ...}``.
 
-    Made by the background run once the class is graded (``graded`` waits for it); the
-    sample is ``sample_to_check_at_home``'s.
+    Read once, after ``graded`` (which waits for the whole run).
     """
     from tests.support.background_grading import CHECKS
 
     _, work = class_graded_in_the_background
-    return pickle.loads((work / CHECKS).read_bytes())["at_home"]
+    return pickle.loads((work / CHECKS).read_bytes())
 
 
 @pytest.fixture(scope="session")
-def told_in_class(graded, class_graded_in_the_background) -> dict[str, list[dict]]:
+def checked_at_home(background_checks) -> dict[str, dict]:
+    """The verdicts of a sample of the fixture notebooks from the learner's check, by path.
+
+    The sample is ``sample_to_check_at_home``'s.
+    """
+    return background_checks["at_home"]
+
+
+@pytest.fixture(scope="session")
+def told_in_class(background_checks) -> dict[str, list[dict]]:
     """What ``make check`` would tell each fixture's learner, read from the class graded.
 
     Every fixture notebook's exercise verdicts (``ExerciseVerdict`` as dicts), by path, as
     ``read_exercises`` reads them from the instructor's course after ``graded``.
     """
-    from tests.support.background_grading import CHECKS
-
-    _, work = class_graded_in_the_background
-    return pickle.loads((work / CHECKS).read_bytes())["class"]
+    return background_checks["class"]
 
 
 @pytest.fixture(scope="session")
