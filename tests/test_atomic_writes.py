@@ -31,7 +31,7 @@ from autograder.pipeline.report import plot_pass_rates
 from autograder.pipeline.run import collect_class, export_class
 from autograder.submission import Submission, save_status
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 
 
 def _fail_with(monkeypatch, code: int, where: str = "fsync") -> None:

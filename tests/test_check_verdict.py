@@ -86,13 +86,13 @@ ATTACKS_ON_THE_GRADING = ("calls_hidden_oracle", "reads_caller_frame", "rebinds_
 # tests check only the form, as their text says (checking more would print the answer), and
 # the predictions of 01, 03 and 04, redesigned in issue 35.
 VISIBLE_TESTS_CHECK_THE_FORM = {
-    ("02_version_counter", "q1"),
-    ("05_embedding_max_norm", "q1"),
-    ("05_embedding_max_norm", "q4"),
-    ("06_debugging_clinic", "q4"),
-    ("01_leaf_tensors", "q1"),
-    ("03_data_vs_detach", "q1"),
-    ("04_assembling_tensors", "q1"),
+    ("02a_version_counter", "q1"),
+    ("05a_embedding_max_norm", "q1"),
+    ("05b_embedding_max_norm", "q4"),
+    ("06b_debugging_clinic", "q4"),
+    ("01a_leaf_tensors", "q1"),
+    ("03a_data_vs_detach", "q1"),
+    ("04a_assembling_tensors", "q1"),
 }
 
 

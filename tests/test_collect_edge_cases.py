@@ -32,7 +32,7 @@ from autograder.pipeline.review import cell_flags
 from autograder.pipeline.run import collect_class, export_class
 from autograder.submission import OK, UNREADABLE
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 THOUSAND_TERMS = "total = " + " + ".join(["1"] * 1000)
 
 

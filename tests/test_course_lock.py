@@ -21,7 +21,7 @@ from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import REPO
 from autograder.lock import LOCK_NAME, database_lock_file
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 WAIT = 600  # generous seconds on a loaded machine; every wait ends as soon as it can
 
 # Holds a course's lock as a command does, until killed.

@@ -102,8 +102,8 @@ def test_the_course_marks_its_heaviest_demonstrations(built_course):
         )
         for assignment in ASSIGNMENTS
     }
-    assert "demo-saved-memory" in marked["06_debugging_clinic"]
-    assert "demo-graph-growth-plot" in marked["03_data_vs_detach"]
+    assert "demo-saved-memory" in marked["06b_debugging_clinic"]
+    assert "demo-graph-growth-plot" in marked["03b_data_vs_detach"]
 
 
 @pytest.mark.slow
@@ -128,7 +128,7 @@ def test_a_student_cell_that_reads_a_skipped_definition_gets_the_notebook_run_wh
     # Its last answer first calls count_nodes, which the skipped timing demonstration
     # defines: graded with that demonstration skipped, it raised and lost q4's points
     # (tests/test_pipeline.py checks its expected score, the points of a whole run).
-    assignment, student = "04_assembling_tensors", "reuses_a_skipped_demo_helper"
+    assignment, student = "04b_assembling_tensors", "reuses_a_skipped_demo_helper"
     path = built_course.autograded_notebook(student, assignment)
     notebook = nbformat.read(path, as_version=4)
     assert notebook.metadata["autograder"]["skipped"] == {

@@ -297,7 +297,7 @@ def test_diagnose_report_text_for_matmul_zeroed(device: torch.device):
     assert message.startswith("MvBackward0 saved its `self` (d), shape (1, 1), for backward()")
     assert f"by fill_ at {line_of('write:matmul')}: `d[:] = 0  # write:matmul`" in message
     assert "is at version 1; expected version 0 instead" in message
-    assert "(taught in\n   02_version_counter)" in text  # wrapped, indented under its number
+    assert "(taught in\n   02a_version_counter)" in text  # wrapped, indented under its number
 
 
 def test_diagnose_inside_the_track_inplace_block_names_the_last_write():
@@ -448,7 +448,7 @@ def test_diagnose_reports_rebound_name_as_not_a_leaf(device: torch.device):
         "eta",
     )
     assert "eta is not a leaf" in finding.message
-    assert "(taught in 01_leaf_tensors)" in finding.message
+    assert "(taught in 01a_leaf_tensors)" in finding.message
     # The original Parameter is reached: backward() fills its .grad.
     assert not diagnose(eta.sum(), params={"eta": original})
 

@@ -28,7 +28,7 @@ from autograder.pipeline.export import csv_cell, write_csv
 from autograder.sandbox import bwrap as sandbox
 from autograder.submission import MISSING, OK, UNREADABLE
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 
 
 def _notebook(path: Path, marker: str) -> Path:

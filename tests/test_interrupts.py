@@ -27,7 +27,7 @@ from autograder.course import REPO, Course
 from autograder.pipeline.service import stop_service
 from tests.support.small_class import copy_small_class, expected_scores, status_entries
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 # Students recorded before the signal is sent: with two grading at a time, at least one of
 # the four has not started then, so every case stops some.
 SIGNAL_AFTER = 1

@@ -1,7 +1,7 @@
 """Issue 19's attacks on a second assignment, graded in one batch with honest students.
 
 The first assignment's batch (``tests/test_adversarial.py``) has the same attacks among
-many others. Here, on ``04_assembling_tensors``: each attack earns nothing, gets the
+many others. Here, on ``04b_assembling_tensors``: each attack earns nothing, gets the
 status it should (``ok`` or ``tampered``: never an error of the grader's), and the report
 and the CSV flag its code for review; the honest students are graded exactly.
 """

@@ -56,7 +56,7 @@ def _exercise(name, score, points, visible="pass", hidden="pass", messages=()):
 def _verdict(exercises, status="ok", message="", changed=()):
     return {
         "notebook": "x.ipynb",
-        "assignment": "01_leaf_tensors",
+        "assignment": "01a_leaf_tensors",
         "status": status,
         "message": message,
         "score": sum(e["score"] for e in exercises),
@@ -137,16 +137,16 @@ def test_make_check_still_checks_after_a_new_course_version_changes_the_cells(tm
     from autograder.learner.verdict import grade_at_home, learner_course
 
     course = learner_course(tmp_path / "check-course")
-    notebook = submissions_folder("01_leaf_tensors") / "blank" / "01_leaf_tensors.ipynb"
+    notebook = submissions_folder("01a_leaf_tensors") / "blank" / "01a_leaf_tensors.ipynb"
     [first] = grade_at_home([notebook], course=course)
     # As if the previous version of the course had one graded cell more than this one...
     with course.gradebook_db() as gradebook:
         gradebook.update_or_create_grade_cell(
-            "q9-tests", "01_leaf_tensors", "01_leaf_tensors", max_score=1, cell_type="code"
+            "q9-tests", "01a_leaf_tensors", "01a_leaf_tensors", max_score=1, cell_type="code"
         )
     # ...and the learner then pulled this version: its source is newer than the build.
     record = course.root / "built.json"
-    record.write_text(json.dumps({"01_leaf_tensors": "an older version"}))
+    record.write_text(json.dumps({"01a_leaf_tensors": "an older version"}))
 
     [again] = grade_at_home([notebook], course=course)
 

@@ -25,7 +25,7 @@ import pytest
 from autograder.course import REPO
 from tests.support.small_class import copy_small_class, expected_scores, status_entries
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 WAIT = 600  # generous seconds on a loaded machine; every wait ends as soon as it can
 LOST_AFTER = 5
 # Dask's defaults are short for a machine that other test runs share (see test_cluster).

@@ -23,7 +23,7 @@ from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
 from autograder.submission import MEMORY, OK
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 
 FORKS_PAST_THE_CAP = """
 import os, time

@@ -149,7 +149,7 @@ def test_translate_errors_rewrites_message_and_traceback():
 
 
 def test_kernel_reads_its_notebooks_language(tmp_path, monkeypatch):
-    notebook = tmp_path / "01_leaf_tensors.ipynb"
+    notebook = tmp_path / "01a_leaf_tensors.ipynb"
     notebook.write_text(json.dumps({"metadata": {"autograd_pitfalls": {"language": "zh-CN"}}}))
     monkeypatch.delenv(LANGUAGE_VARIABLE, raising=False)
     monkeypatch.setenv(SESSION_VARIABLE, str(notebook))
@@ -175,11 +175,11 @@ def test_kernel_shows_a_failing_test_in_the_notebooks_language():
 def test_make_check_and_validate_speak_the_notebooks_language(tmp_path):
     exercise = ExerciseVerdict("q1", 0.0, 2.0, "not answered", "not run", ("x",))
     verdict = NotebookVerdict(
-        tmp_path / "01_leaf_tensors.ipynb", "01_leaf_tensors", "ok", "", [exercise], [], "zh-CN"
+        tmp_path / "01a_leaf_tensors.ipynb", "01a_leaf_tensors", "ok", "", [exercise], [], "zh-CN"
     )
-    text = format_verdict(verdict, "01_leaf_tensors.ipynb")
+    text = format_verdict(verdict, "01a_leaf_tensors.ipynb")
     assert "1 个练习中有 0 个通过；尚未通过：q1。" in text
-    assert "按评分器的方式检查 01_leaf_tensors.ipynb" in text
+    assert "按评分器的方式检查 01a_leaf_tensors.ipynb" in text
     assert "得分：0/2，即评分器会给出的分数。" in text
     assert "not answered" not in text and "Points" not in text
     answer = dialog_answer(verdict.as_dict())["failed"][0]

@@ -67,11 +67,11 @@ WRONG_ONE_AT_A_TIME = 3
 # Wrong answers that rebind the test's helpers: tampering (the guard restores the helpers
 # and says so), graded 0 by the judges all the same. Every other fixture is graded ok.
 TAMPERING_FIXTURES = {
-    "01_leaf_tensors": {"rebinds_devices_to_skip_checks"},
-    "02_version_counter": {"rebinds_test_helpers"},
+    "01b_leaf_tensors": {"rebinds_devices_to_skip_checks"},
+    "02b_version_counter": {"rebinds_test_helpers"},
 }
 # An answer that kills the kernel: status error (the kernel died), the other tests graded.
-CRASHING_FIXTURES = {"02_version_counter": {"kernel_aborted_in_q2"}}
+CRASHING_FIXTURES = {"02b_version_counter": {"kernel_aborted_in_q2"}}
 
 
 @pytest.fixture(scope="module")
@@ -475,7 +475,7 @@ def test_a_failed_autograde_is_reported_by_its_cause(tmp_path, monkeypatch):
     from autograder.submission import Submission
 
     grader = Grader(
-        AssignmentReference("01_leaf_tensors", {}, {}, {}, ()),
+        AssignmentReference("01a_leaf_tensors", {}, {}, {}, ()),
         Limits(),
         Sandbox(bwrap=None, separate_uids=False, reason="a test"),
     )
@@ -610,5 +610,5 @@ def test_grading_an_assignment_that_is_not_built_says_how_to_build_it(tmp_path):
     from autograder.authoring.build import BuildError
     from autograder.pipeline.run import autograde_class
 
-    with pytest.raises(BuildError, match=r"run `python -m autograder build 01_leaf_tensors`"):
-        autograde_class(Course.at(tmp_path), "01_leaf_tensors")
+    with pytest.raises(BuildError, match=r"run `python -m autograder build 01a_leaf_tensors`"):
+        autograde_class(Course.at(tmp_path), "01a_leaf_tensors")

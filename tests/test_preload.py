@@ -54,7 +54,7 @@ def test_a_notebooks_imports_are_listed_once_from_its_code_cells_only():
 
 
 def test_the_reference_carries_the_imports_of_every_released_notebook(built_course):
-    reference = read_reference(built_course, "03_data_vs_detach")
+    reference = read_reference(built_course, "03b_data_vs_detach")
     imports = reference.imports
     # 03 plots with pyplot and runs the linter live: the two slowest imports of its kernels.
     assert {"torch", "matplotlib.pyplot", "autograd_pitfalls.lint"} <= set(imports)
@@ -178,11 +178,11 @@ def test_the_command_imports_the_judges_modules_where_it_judges_while_the_zygote
         disk_mb=100,
     )
     course = Course.at(tmp_path)
-    released = course.release / "01_leaf_tensors" / "01_leaf_tensors.ipynb"
+    released = course.release / "01a_leaf_tensors" / "01a_leaf_tensors.ipynb"
     released.parent.mkdir(parents=True)
     notebook = v4.new_notebook(cells=[v4.new_code_cell("import colorsys\nimport torch")])
     released.write_text(json.dumps(notebook))
-    zygotes = cli._launch(args, course, ["01_leaf_tensors"], students=5)
+    zygotes = cli._launch(args, course, ["01a_leaf_tensors"], students=5)
     assert zygotes == ["zygote"] * jobs
     assert calls == (["this process"] if jobs == 1 else ["forkserver True"])
     # The zygotes import what the released notebook imports as soon as they can.

@@ -367,7 +367,7 @@ def test_the_memory_limit_stops_a_20_gb_allocation(zygote):
 
 @pytest.mark.slow
 def test_a_forked_kernel_runs_a_student_notebook_like_a_fresh_one(zygote, built_course: Course):
-    path = built_course.source / "01_leaf_tensors" / "01_leaf_tensors.ipynb"
+    path = built_course.source / "01a_leaf_tensors" / "01a_leaf_tensors.ipynb"
     notebook = nbformat.read(path, as_version=4)
     _execute(notebook)
     errors = [
@@ -571,7 +571,7 @@ def test_an_unknown_device_is_refused():
 def test_grading_on_cuda_without_a_gpu_says_so(capsys, tmp_path):
     from autograder.cli import main
 
-    assert main(["grade", "01_leaf_tensors", str(tmp_path), "--device", "cuda"]) == 1
+    assert main(["grade", "01a_leaf_tensors", str(tmp_path), "--device", "cuda"]) == 1
     assert "this machine has no NVIDIA GPU" in capsys.readouterr().err
 
 

@@ -25,7 +25,7 @@ from autograder.pipeline import service
 from autograder.sandbox.limits import Limits
 from tests.support.small_class import copy_small_class, expected_scores
 
-ASSIGNMENT = "01_leaf_tensors"
+ASSIGNMENT = "01a_leaf_tensors"
 WAIT = 600  # generous seconds on a loaded machine (each wait ends as soon as it can)
 
 

@@ -56,14 +56,14 @@ def test_the_report_lists_cells_then_the_package_tests():
     report = TorchCheckReport(
         "9.9.9",
         "9.9.9+cpu",
-        [FailedCell("02_version_counter", 14, "q2-tests", "AssertionError: x\nsecond line")],
+        [FailedCell("02b_version_counter", 14, "q2-tests", "AssertionError: x\nsecond line")],
         "1 failed, 200 passed in 30.0s",
         ["FAILED tests/test_checks.py::test_x - AssertionError"],
     )
     assert report.format().splitlines() == [
         "torch-check 9.9.9: torch 9.9.9+cpu in its own environment",
         "source notebooks: 1 cells raised",
-        "  02_version_counter cell 14 (q2-tests):",
+        "  02b_version_counter cell 14 (q2-tests):",
         "      AssertionError: x",
         "      second line",
         "package tests: 1 failed, 200 passed in 30.0s",

@@ -48,14 +48,14 @@ _ALL = (
         "It was produced by an operation (it has a grad_fn), so backward() does not keep its "
         ".grad. Did you rebind a name (`x = x * 2`), or make the Parameter before reshaping "
         "or moving it? Create the final tensor first, then mark it as requiring grad.",
-        "01_leaf_tensors",
+        "01a_leaf_tensors",
     ),
     Pitfall(
         "no-requires-grad",
         "this leaf does not require grad",
         "Autograd only records operations on tensors with requires_grad=True; "
         "create it with requires_grad=True or wrap it in nn.Parameter.",
-        "01_leaf_tensors",
+        "01a_leaf_tensors",
     ),
     Pitfall(
         "grad-never-reached",
@@ -63,7 +63,7 @@ _ALL = (
         "Its .grad is None. Either backward() was not called, the tensor is not a leaf, "
         "or the graph was cut between it and the loss (torch.tensor([...]), .item(), "
         ".detach() or .data in the middle).",
-        "01_leaf_tensors",
+        "01a_leaf_tensors",
     ),
     Pitfall(
         "wrong-device",
@@ -72,7 +72,7 @@ _ALL = (
         "work on a CPU and break on a GPU. Build on the input's device (device=x.device, "
         "x.new_zeros, torch.zeros_like, torch.stack), and do not go through Python numbers "
         "(.item(), .tolist()).",
-        "01_leaf_tensors",
+        "01b_leaf_tensors",
     ),
     Pitfall(
         "wrong-gradient",
@@ -80,14 +80,14 @@ _ALL = (
         "If you silenced an in-place error by writing through .data (or a numpy array), "
         "autograd used the modified values and computed a wrong gradient without any "
         "error. Derive the expected gradient by hand and compare.",
-        "02_version_counter",
+        "02a_version_counter",
     ),
     Pitfall(
         "leaf-inplace",
         "an in-place write to a leaf that requires grad",
         "Write to a parameter in place only under `with torch.no_grad():` "
         "(initialisation, optimiser steps), never while building the graph.",
-        "02_version_counter",
+        "02a_version_counter",
     ),
     Pitfall(
         "changed-input",
@@ -96,7 +96,7 @@ _ALL = (
         "caller's x (and a tensor that `.to()` returned unchanged is the caller's too), "
         "where `x = x - m` makes a new one. Leave every input as it was; compute into new "
         "tensors, or write into a clone().",
-        "02_version_counter",
+        "02a_version_counter",
     ),
     Pitfall(
         "global-state-changed",
@@ -106,28 +106,28 @@ _ALL = (
         "on for every later line, other people's code included. Change them for a block only "
         "(`with torch.no_grad():`, `with torch.autograd.detect_anomaly():`), or put back what "
         "was there.",
-        "02_version_counter",
+        "02a_version_counter",
     ),
     Pitfall(
         "stale-saved-tensor",
         "a tensor saved for backward was modified in place",
         "backward() needs the value it saw in the forward pass. Use the out-of-place op "
         "(`x = x + 1` rather than `x += 1`), clone before modifying, or modify before use.",
-        "02_version_counter",
+        "02a_version_counter",
     ),
     Pitfall(
         "hidden-write",
         "an in-place write was hidden from autograd",
         "Writes through .data (or numpy) do not bump the version counter, so autograd "
         "cannot warn you when they corrupt a gradient. Use torch.no_grad() or .detach().",
-        "02_version_counter",
+        "02b_version_counter",
     ),
     Pitfall(
         "backward-twice",
         "backward() through a graph that was already freed",
         "backward() frees the tensors it saved. Rebuild the graph with a fresh forward pass "
         "each time, or pass retain_graph=True when you really need two backward passes.",
-        "02_version_counter",
+        "02b_version_counter",
     ),
     Pitfall(
         "graph-cut-assembly",
@@ -135,7 +135,7 @@ _ALL = (
         "torch.tensor([a, b]) and anything built from .item(), float() or .tolist() copy "
         "the values and forget where they came from (requires_grad=True then only makes a "
         "new leaf). Assemble with torch.stack([...]) or torch.cat([...]).",
-        "04_assembling_tensors",
+        "04a_assembling_tensors",
     ),
     Pitfall(
         "wrong-dtype",
@@ -143,7 +143,7 @@ _ALL = (
         "torch.zeros(n) is float32 whatever the input, and zeros_like of an integer tensor "
         "is integer (it truncates what you write into it). Build from the input: "
         "x.new_zeros(n), torch.zeros_like(x), or torch.stack/torch.cat of the pieces.",
-        "04_assembling_tensors",
+        "04b_assembling_tensors",
     ),
     Pitfall(
         "embedding-renorm-in-forward",
@@ -153,7 +153,7 @@ _ALL = (
         "embedding.weight saved before the lookup goes stale: call the embedding first, use "
         "embedding.weight.clone() there, or rescale under torch.no_grad() and look up with "
         "max_norm=None.",
-        "05_embedding_max_norm",
+        "05a_embedding_max_norm",
     ),
     Pitfall(
         "embedding-renorm-wrote-weight",
@@ -161,7 +161,7 @@ _ALL = (
         "F.embedding(..., max_norm=...) rescales rows of the tensor you pass, in place (and "
         "a write through .data only hides it from _version). Rescale the gathered rows "
         "weight[indices] out of place, or renormalise a clone.",
-        "05_embedding_max_norm",
+        "05b_embedding_max_norm",
     ),
     Pitfall(
         "graph-kept-alive",
@@ -169,7 +169,7 @@ _ALL = (
         "`total_loss += loss`, `losses.append(loss)` or a result that still requires grad "
         "keeps the whole graph behind it alive (and, where no backward() freed them, its "
         "saved activations). Keep `loss.item()` or `loss.detach()` instead.",
-        "03_data_vs_detach",
+        "03b_data_vs_detach",
     ),
     Pitfall(
         "autograd-on-in-evaluation",
@@ -177,7 +177,7 @@ _ALL = (
         "model.eval() only switches dropout and batch norm, and Variable(..., volatile=True) "
         "does nothing since PyTorch 0.4: run the model under `with torch.no_grad():` or "
         "`with torch.inference_mode():`.",
-        "03_data_vs_detach",
+        "03a_data_vs_detach",
     ),
     Pitfall(
         "data-not-detach",
@@ -185,28 +185,28 @@ _ALL = (
         "`.data` gives the same memory with autograd's version counter cut off, so a later "
         "in-place write through either name gives a wrong gradient without any error. Read "
         "with `.detach()`; write under `with torch.no_grad():`.",
-        "03_data_vs_detach",
+        "03a_data_vs_detach",
     ),
     Pitfall(
         "legacy-variable",
         "a legacy `Variable` wrapper",
         "Since PyTorch 0.4 `Variable(t)` returns a plain tensor: it is `t.detach()`, which cuts "
         "the graph when `t` requires grad. Use the tensor itself, or `t.requires_grad_()`.",
-        "03_data_vs_detach",
+        "03b_data_vs_detach",
     ),
     Pitfall(
         "zero-dim-indexed",
         "a 0-dim loss read with `[0]`",
         "Since PyTorch 0.4 a reduced loss has no dimensions, so `loss[0]` and `loss.data[0]` "
         "raise IndexError. Read its value with `loss.item()`.",
-        "03_data_vs_detach",
+        "03b_data_vs_detach",
     ),
     Pitfall(
         "numpy-needs-detach",
         "`.numpy()` on a tensor that requires grad",
         "`.numpy()` raises on a tensor that requires grad, and `.data.numpy()` hides the "
         "array's writes from autograd. Use `t.detach().cpu().numpy()` (or `t.numpy(force=True)`).",
-        "03_data_vs_detach",
+        "03a_data_vs_detach",
     ),
     Pitfall(
         "loss-not-reduced",
@@ -214,7 +214,7 @@ _ALL = (
         "backward() with no argument needs a loss of one value. Reduce it as you mean it "
         "(`.mean()`, as F.mse_loss does); backward(torch.ones_like(loss)) is the sum, a "
         "gradient as many times larger as the loss has values.",
-        "06_debugging_clinic",
+        "06a_debugging_clinic",
     ),
     Pitfall(
         "grad-accumulates",
@@ -222,7 +222,7 @@ _ALL = (
         "backward() adds to .grad. Call optimizer.zero_grad() (or model.zero_grad()) once "
         "per step, before backward(); to accumulate on purpose, divide each part's loss by "
         "the number of parts and zero once per step.",
-        "06_debugging_clinic",
+        "06a_debugging_clinic",
     ),
     Pitfall(
         "module-state-unregistered",
@@ -232,7 +232,7 @@ _ALL = (
         "layers in a plain list) stays behind when model.to(device) moves the module. Build "
         "layers in __init__ (nn.ModuleList for lists) and keep tensors with "
         "self.register_buffer(name, tensor).",
-        "06_debugging_clinic",
+        "06a_debugging_clinic",
     ),
     Pitfall(
         "hidden-state-carried",
@@ -241,7 +241,7 @@ _ALL = (
         "freed: backward() through it again fails, and retain_graph=True keeps every "
         "batch's graph alive (and fails once the optimiser has changed the weights). Carry "
         "h.detach() into the next batch.",
-        "06_debugging_clinic",
+        "06b_debugging_clinic",
     ),
 )
 

@@ -96,7 +96,7 @@ def test_a_finding_carries_file_line_column_code_message_pitfall_and_notebook():
         "code": "AGP110",
         "message": RULES["AGP110"].message,
         "pitfall": "legacy-variable",
-        "notebook": "03_data_vs_detach",
+        "notebook": "03b_data_vs_detach",
         "fixable": True,
     }
     assert finding.flake8_line().startswith("f.py:2:5: AGP110 [*] ")

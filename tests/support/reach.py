@@ -217,13 +217,15 @@ def kernel_attacks() -> dict[str, Attack]:
     return attacks
 
 
-def honest_busy_answers(answers: list[str]) -> Attack:
+def honest_busy_answers(answers: list[str], first: int = 1) -> Attack:
     """The perfect submission with :data:`HONEST_THREADS`, each answer wrapped in ``_busy``.
 
     Args:
-        answers: The answer functions' names, in exercise order (q1 first).
+        answers: The answer functions' names, in exercise order.
+        first: The number of the first one's exercise (a lesson's second part goes on from
+            its first part's numbers).
     """
     wrapped = {
-        f"q{number}-answer": f"{name} = _busy({name})" for number, name in enumerate(answers, 1)
+        f"q{number}-answer": f"{name} = _busy({name})" for number, name in enumerate(answers, first)
     }
     return Attack(base="perfect", cells_after={"setup": HONEST_THREADS, **wrapped})
