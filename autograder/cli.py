@@ -135,16 +135,23 @@ def _check_notebooks(
         hidden_checks_at_home,
         holds_hidden_tests,
     )
-    from autograder.learner.workspace import assignment_of
+    from autograder.learner.workspace import assignment_of, lesson_of
 
     say = (lambda text: None) if args.json else print
     setting_on = hidden_checks_at_home()
     known = set(assignment_ids()) if (REPO / "solutions").is_dir() else set()
     graded, visible, unchecked = [], [], False
     for notebook in notebooks:
+        parts = [a for a in sorted(known) if lesson_of(a) == assignment_of(notebook) != a]
         if not notebook.is_file():
             _print_error(f"cannot check {notebook}: no notebook there")
             unchecked = True
+        elif parts and assignment_of(notebook) not in known:
+            # A lesson the course now splits into parts: `make lab` carried its answers there.
+            say(
+                f"{notebook.name}: not checked: the course splits this lesson into "
+                f"{', '.join(parts)} (`make lab` copied your answers into them); check those"
+            )
         elif (
             setting_on
             and not args.visible_only

@@ -232,3 +232,75 @@ def test_make_changes_lang_zh_cn_reads_the_zh_cn_workspace(tmp_path):
     command[-1] = f"--workspace={empty}"
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     assert done.returncode != 0 and "中没有笔记本" in done.stderr
+
+
+# --- a lesson split into parts ------------------------------------------------------------
+
+LESSON, PARTS = "02_version_counter", ("02a_version_counter", "02b_version_counter")
+
+
+def _whole_lesson(release: Path) -> nbformat.NotebookNode:
+    """The lesson's notebook as the course released it before the split: its parts, joined."""
+    first, second = (nbformat.read(release / p / f"{p}.ipynb", as_version=4) for p in PARTS)
+    for cell in second.cells:
+        cell.id = f"b-{cell.id}"  # ids stay unique in the joined notebook
+    first.cells += second.cells
+    return first
+
+
+def _old_learner(tmp_path: Path, answers: dict[str, str]) -> tuple[Path, Path]:
+    """A workspace made before the split, holding the whole lesson with ``answers`` written."""
+    release = _release(tmp_path)
+    workspace = tmp_path / "workspace"
+    (workspace / RELEASED).mkdir(parents=True)
+    nbformat.write(_whole_lesson(release), workspace / RELEASED / f"{LESSON}.ipynb")
+    nbformat.write(_whole_lesson(release), workspace / f"{LESSON}.ipynb")
+    for exercise, source in answers.items():
+        _answer(workspace / f"{LESSON}.ipynb", exercise, source)
+    return workspace, release
+
+
+def test_the_parts_of_a_split_lesson_take_in_the_answers_written_in_the_whole_lesson(tmp_path):
+    workspace, release = _old_learner(tmp_path, {"q1": "# my q1", "q3": "# my q3"})
+    lesson = (workspace / f"{LESSON}.ipynb").read_bytes()
+
+    updates = {update.assignment: update for update in prepare(workspace, release)}
+
+    assert (updates[PARTS[0]].action, updates[PARTS[0]].carried) == ("carried", ("q1",))
+    assert (updates[PARTS[1]].action, updates[PARTS[1]].carried) == ("carried", ("q3",))
+    assert "with your answers to q3 from your 02_version_counter.ipynb" in updates[
+        PARTS[1]
+    ].describe(workspace)
+    first, second = (
+        exercises(nbformat.read(workspace / f"{p}.ipynb", as_version=4)) for p in PARTS
+    )
+    released_second = exercises(
+        nbformat.read(release / PARTS[1] / f"{PARTS[1]}.ipynb", as_version=4)
+    )
+    assert first["q1"].stub == "# my q1" and second["q3"].stub == "# my q3"
+    assert second["q2"].stub == released_second["q2"].stub  # not answered: as released
+    assert (workspace / f"{LESSON}.ipynb").read_bytes() == lesson  # the learner's, untouched
+    # The parts now hold the learner's work: the next run leaves them, a new release goes beside.
+    assert prepare(workspace, release) == []
+    _new_release_of(release, PARTS[1], "A new sentence.")
+    assert [(u.assignment, u.action) for u in prepare(workspace, release)] == [(PARTS[1], "beside")]
+
+
+def test_an_unanswered_whole_lesson_gives_its_parts_as_released(tmp_path):
+    workspace, release = _old_learner(tmp_path, {})
+    actions = {u.assignment: u.action for u in prepare(workspace, release)}
+    assert actions[PARTS[0]] == actions[PARTS[1]] == "added"
+    for part in PARTS:
+        assert (workspace / f"{part}.ipynb").read_bytes() == (
+            release / part / f"{part}.ipynb"
+        ).read_bytes()
+
+
+def test_make_check_points_from_a_split_lesson_to_its_parts(tmp_path, capsys):
+    from autograder.cli import main
+
+    workspace, _ = _old_learner(tmp_path, {"q1": "# my q1"})
+    assert main(["check", str(workspace / f"{LESSON}.ipynb")]) == 0
+    said = capsys.readouterr().out
+    assert "02_version_counter.ipynb: not checked: the course splits this lesson into" in said
+    assert "02a_version_counter, 02b_version_counter" in said

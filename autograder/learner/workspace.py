@@ -13,7 +13,11 @@ from the released notebooks on first use:
 * when the course has a new release of a notebook, a copy the learner has not edited is
   replaced by it; an edited one is kept, and the new release is saved beside it as
   ``<name>.new.ipynb``. :func:`exercise_changes` (``make changes``) then shows what changed
-  in the exercises the learner answered.
+  in the exercises the learner answered;
+* when the course splits a lesson into parts (``02_version_counter`` into
+  ``02a_version_counter`` and ``02b_version_counter``), each part's first copy takes in the
+  answers the learner wrote in the lesson's notebook, exercise by exercise (the parts keep
+  the lesson's grade ids); the lesson's notebook stays as it was.
 
 Nothing here ever writes a notebook the learner has edited, and nothing else in the
 project writes under the workspace.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,26 +69,44 @@ def assignment_of(notebook: Path) -> str:
     return notebook.name.split(".", 1)[0]
 
 
+def lesson_of(assignment: str) -> str:
+    """The lesson an assignment is a part of: ``02a_version_counter`` gives ``02_version_counter``.
+
+    An assignment that is no part (its number has no letter) is its own lesson.
+    """
+    return re.sub(r"^(\d+)[a-z]_", r"\1_", assignment)
+
+
 @dataclass(frozen=True)
 class Update:
     """What :func:`prepare` did with one released notebook.
 
     Attributes:
         assignment: The assignment id.
-        action: ``"added"`` (first copy), ``"replaced"`` (a new release over an unedited
-            copy) or ``"beside"`` (a new release saved next to the learner's edited copy).
+        action: ``"added"`` (first copy), ``"carried"`` (first copy of a lesson's part,
+            with the answers of the learner's notebook of the whole lesson), ``"replaced"``
+            (a new release over an unedited copy) or ``"beside"`` (a new release saved next
+            to the learner's edited copy).
         path: The notebook written.
+        carried: The exercises whose answers were carried (``"carried"`` only).
     """
 
     assignment: str
     action: str
     path: Path
+    carried: tuple[str, ...] = ()
 
     def describe(self, workspace: Path) -> str:
         """One line for the terminal."""
         name = self.path.relative_to(workspace)
         if self.action == "added":
             return f"  {name}: copied from the course"
+        if self.action == "carried":
+            return (
+                f"  {name}: copied from the course, with your answers to "
+                f"{', '.join(self.carried)} from your {lesson_of(self.assignment)}.ipynb "
+                "(which stays as it was)"
+            )
         if self.action == "replaced":
             return f"  {name}: the course's new version (you had not edited yours)"
         return (
@@ -108,14 +131,59 @@ def _edited(notebook: Path, baseline: Path) -> bool:
         return True
 
 
+def _place(source: Path, path: Path) -> None:
+    """Copies ``source`` to ``path`` whole: written beside it, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    shutil.copyfile(source, draft)
+    os.replace(draft, path)
+
+
 def _copy_in(source: Path, target: Path, baseline: Path) -> None:
     # The baseline first: a copy interrupted half-way leaves a notebook that is still
-    # compared with the release it came from. Each file is written whole, then renamed.
-    for path in (baseline, target):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        draft = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        shutil.copyfile(source, draft)
-        os.replace(draft, path)
+    # compared with the release it came from.
+    _place(source, baseline)
+    _place(source, target)
+
+
+def _carry_answers(
+    released: Path, lesson: Path, lesson_baseline: Path, target: Path, baseline: Path
+) -> tuple[str, ...]:
+    """Copies in a lesson's part with the answers the learner wrote in the whole lesson.
+
+    An answer is the learner's when its cell differs from the release the lesson's notebook
+    was copied from (every answer cell, when that release is unknown): an exercise left as
+    released takes the part's own stub.
+
+    Returns:
+        The exercises whose answers were carried (nothing written when there are none).
+    """
+    try:
+        mine = nbformat.read(lesson, as_version=4)
+        before = nbformat.read(lesson_baseline, as_version=4) if lesson_baseline.is_file() else None
+    except (OSError, ValueError, nbformat.reader.NotJSONError):
+        return ()  # a lesson notebook that cannot be read: the part comes as released
+    stubs = _answer_sources(before) if before is not None else {}
+    answers = {
+        name: source
+        for name, source in _answer_sources(mine).items()
+        if name not in stubs or source != stubs[name]
+    }
+    part = nbformat.read(released, as_version=4)
+    carried = []
+    for cell in part.cells:
+        if cell.cell_type == "code" and utils.is_solution(cell):
+            name = exercise_name(cell.metadata.nbgrader["grade_id"])
+            if name in answers:
+                cell.source = answers[name]
+                carried.append(name)
+    if not carried:
+        return ()
+    _place(released, baseline)  # the part as released, to compare the learner's with later
+    draft = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    nbformat.write(part, draft)
+    os.replace(draft, target)
+    return tuple(carried)
 
 
 def baseline_of(workspace: Path, notebook: Path) -> Path:
@@ -150,6 +218,13 @@ def prepare(workspace: Path, release: Path) -> list[Update]:
         mine = workspace / f"{assignment}.ipynb"
         baseline = baseline_of(workspace, mine)
         if not mine.exists():
+            lesson = workspace / f"{lesson_of(assignment)}.ipynb"
+            if lesson != mine and lesson.is_file():
+                lesson_baseline = baseline_of(workspace, lesson)
+                carried = _carry_answers(released, lesson, lesson_baseline, mine, baseline)
+                if carried:
+                    updates.append(Update(assignment, "carried", mine, carried))
+                    continue
             _copy_in(released, mine, baseline)
             updates.append(Update(assignment, "added", mine))
             continue
