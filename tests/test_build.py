@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import nbformat
 import pytest
 from nbformat import v4
@@ -91,3 +93,31 @@ def test_fixture_notebooks_are_up_to_date(built_course: Course, assignment: str)
         assert nbformat.read(committed, as_version=4) == notebook, (
             f"{committed} is stale: run `make fixtures` and commit"
         )
+
+
+def test_a_full_build_removes_the_notebooks_of_assignments_without_a_source(tmp_path):
+    from autograder.authoring.build import remove_retired
+
+    course = dataclasses.replace(
+        Course.at(tmp_path, release=tmp_path / "release"), solutions=tmp_path / "solutions"
+    )
+    course.solutions.mkdir()
+    (course.solutions / "01a_kept").mkdir()
+    (course.solutions / "01a_kept" / "01a_kept.py").write_text("")
+    built = {
+        "01a_kept": "01a_kept.ipynb",  # has a source
+        "01_retired": "01_retired.ipynb",  # the build's, no source: goes
+        "zh-CN/01_retired": "01_retired.ipynb",  # an edition's too
+        "notes": "mine.txt",  # not a built notebook: stays
+    }
+    for folder, name in built.items():
+        (course.release / folder).mkdir(parents=True)
+        (course.release / folder / name).write_text("{}")
+
+    removed = remove_retired(course, ("zh-CN",))
+
+    assert sorted(p.relative_to(course.release).as_posix() for p in removed) == [
+        "01_retired",
+        "zh-CN/01_retired",
+    ]
+    assert sorted(p.name for p in course.release.iterdir()) == ["01a_kept", "notes", "zh-CN"]

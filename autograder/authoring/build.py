@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import jupytext
@@ -11,7 +12,7 @@ from autograder.authoring.normalize import normalize
 from autograder.course import Course, assignment_ids
 from autograder.errors import AutograderError
 from autograder.i18n.catalog import TranslationError
-from autograder.i18n.edition import write_edition
+from autograder.i18n.edition import release_folder, write_edition
 
 
 class BuildError(AutograderError):
@@ -93,6 +94,8 @@ def build(
             the message names each such cell.
     """
     built, problems = [], []
+    if assignments is None:
+        remove_retired(course, languages)
     for assignment in assignments or assignment_ids(course):
         write_source_notebook(course, assignment)
         built.append(release(course, assignment))
@@ -104,3 +107,31 @@ def build(
     if problems:
         raise BuildError("\n".join(problems))
     return built
+
+
+def remove_retired(course: Course, languages: tuple[str, ...] = ()) -> list[Path]:
+    """Removes the built notebooks of assignments that no longer have a source.
+
+    When a lesson is renamed or split (``02_version_counter`` into ``02a_`` and ``02b_``), its
+    old ``notebooks/02_version_counter/`` would stay, and ``make lab`` would copy it into
+    every new workspace. Only a folder holding nothing but ``<name>.ipynb`` (what the build
+    writes) goes; anything else is left for its owner.
+
+    Args:
+        course: The course whose release folder to tidy.
+        languages: The editions besides English whose folders to tidy too.
+
+    Returns:
+        The folders removed.
+    """
+    current = set(assignment_ids(course))
+    removed = []
+    for folder in [course.release, *(release_folder(course, lang) for lang in languages)]:
+        if not folder.is_dir():
+            continue
+        for old in sorted(folder.iterdir()):
+            built = [path.name for path in old.iterdir()] if old.is_dir() else []
+            if old.name not in current and built == [f"{old.name}.ipynb"]:
+                shutil.rmtree(old)
+                removed.append(old)
+    return removed
