@@ -135,7 +135,8 @@ def _check_notebooks(
         hidden_checks_at_home,
         holds_hidden_tests,
     )
-    from autograder.learner.workspace import assignment_of, lesson_of
+    from autograder.course import lesson_of
+    from autograder.learner.workspace import assignment_of
 
     say = (lambda text: None) if args.json else print
     setting_on = hidden_checks_at_home()

@@ -8,6 +8,7 @@ pipeline gets its configuration from :func:`nbgrader_config`, and so does the
 
 from __future__ import annotations
 
+import re
 import contextlib
 import os
 import secrets
@@ -287,6 +288,14 @@ TESTS_SUFFIX = "-tests"
 def exercise_name(grade_id: str) -> str:
     """Returns the exercise a cell belongs to: ``"q1"`` for ``"q1-tests"`` or ``"q1-answer"``."""
     return grade_id.removesuffix(TESTS_SUFFIX).removesuffix(ANSWER_SUFFIX)
+
+
+def lesson_of(assignment: str) -> str:
+    """The lesson an assignment is a part of: ``02a_version_counter`` gives ``02_version_counter``.
+
+    An assignment that is no part (its number has no letter) is its own lesson.
+    """
+    return re.sub(r"^(\d+)[a-z]_", r"\1_", assignment)
 
 
 def answer_id(grade_id: str) -> str:

@@ -36,7 +36,7 @@ import nbformat
 from nbgrader import utils
 
 from autograd_pitfalls.messages import ENGLISH, translate
-from autograder.course import REPO, exercise_name
+from autograder.course import REPO, exercise_name, lesson_of
 from autograder.errors import AutograderError
 
 # Set to use another folder than the repository's workspace/ (the tests use their own).
@@ -67,14 +67,6 @@ def assignment_of(notebook: Path) -> str:
     ``01_leaf_tensors``.
     """
     return notebook.name.split(".", 1)[0]
-
-
-def lesson_of(assignment: str) -> str:
-    """The lesson an assignment is a part of: ``02a_version_counter`` gives ``02_version_counter``.
-
-    An assignment that is no part (its number has no letter) is its own lesson.
-    """
-    return re.sub(r"^(\d+)[a-z]_", r"\1_", assignment)
 
 
 @dataclass(frozen=True)
