@@ -128,14 +128,13 @@ def _check_notebooks(
         Whether a notebook could not be checked, whether every exercise passes, and the
         verdicts as data.
     """
-    from autograder.course import REPO, assignment_ids
+    from autograder.course import REPO, assignment_ids, lesson_of
     from autograder.learner.verdict import (
         format_verdict,
         grade_at_home,
         hidden_checks_at_home,
         holds_hidden_tests,
     )
-    from autograder.course import lesson_of
     from autograder.learner.workspace import assignment_of
 
     say = (lambda text: None) if args.json else print

@@ -8,9 +8,9 @@ pipeline gets its configuration from :func:`nbgrader_config`, and so does the
 
 from __future__ import annotations
 
-import re
 import contextlib
 import os
+import re
 import secrets
 import sys
 from dataclasses import dataclass

@@ -19,10 +19,9 @@ import pytest
 from nbgrader import utils
 
 from autograder.cli import main
-from autograder.course import Course, assignment_ids
+from autograder.course import Course, assignment_ids, lesson_of
 from autograder.learner.validate import CheckReport, check_notebook
 from autograder.sandbox.limits import cores_each
-from autograder.course import lesson_of
 from autograder.site.execute import ExecutionError, keep
 
 ASSIGNMENTS = assignment_ids()

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
