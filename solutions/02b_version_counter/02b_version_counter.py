@@ -810,6 +810,7 @@ print(
 assert (finding.node, finding.saved, finding.name) == (f.grad_fn.name(), "self", "d")
 assert (finding.saved_version, finding.current_version) == (0, 1)
 assert write.code == "d[:] = 0"
+draw(f, names={"d": d, "f": f}, writes=log)  # the saved d in red, with the line of the write
 
 # %% [markdown]
 # Anomaly mode checks every gradient for NaN by reading its values (notebook 06b, section 7, shows it finding one).
