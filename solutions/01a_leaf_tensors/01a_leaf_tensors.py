@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 01 · Leaf tensors
+# # 01a · Leaf tensors (part 1 of 2)
 #
 # By default, `backward()` writes gradients only into *leaf* tensors (`retain_grad()` or `backward(inputs=...)` change that: section 3).
 # Most "my gradient is None" bugs come from a tensor you think is a leaf and is not.
@@ -9,13 +9,13 @@
 # - to tell a leaf from a non-leaf with `is_leaf`, `grad_fn` and `requires_grad`;
 # - why `.grad` is filled only on leaves by default;
 # - how `retain_grad()`, `backward(inputs=...)` or `torch.autograd.grad` give you an intermediate's gradient;
-# - why `eta = eta * 2` loses your `nn.Parameter`, and how to keep it;
-# - that a slice of a Parameter shares its memory, and how `clone()` copies it;
-# - to finish a tensor first (shape, dtype, device) and wrap it in `nn.Parameter` last.
+# - why `eta = eta * 2` loses your `nn.Parameter`, and how to keep it.
 #
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+#
+# Part 2 is `01b_leaf_tensors` (sections 5–6).
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import warnings
@@ -125,7 +125,7 @@ draw(loss, names={"a": a, "b": b, "loss": loss})
 # The lower `MulBackward0` saved `a` twice (as `self` and `other`); the upper one saved the 3.
 #
 # The cell below builds the same graph again before calling `backward()`.
-# `backward()` frees what the graph saved and adds into `.grad` (notebook 02, section 10): a cell that reused the graph of the cell above would raise, or print another gradient, when you run it again.
+# `backward()` frees what the graph saved and adds into `.grad` (notebook 02b, section 10): a cell that reused the graph of the cell above would raise, or print another gradient, when you run it again.
 
 # %%
 a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)  # the graph drawn above, afresh
@@ -880,3 +880,15 @@ def judge(seen, case):
 ### END JUDGE
 probe_and_judge("q3", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - A tensor that requires grad is a leaf exactly when it has no `grad_fn`.
+# - Tensors that do not require grad are leaves by convention; so are results computed under `torch.no_grad()`.
+# - By default, `backward()` fills `.grad` on leaves only.
+# - For an intermediate, call `retain_grad()` before `backward()`, pass it in `backward(inputs=...)`, or use `torch.autograd.grad`.
+# - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your name for it.
+#   Give the result another name.
+#
+# Part 2, `01b_leaf_tensors`, goes on with section 5: a slice of a Parameter, then creating a tensor before wrapping it.

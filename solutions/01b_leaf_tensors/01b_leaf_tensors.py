@@ -1,15 +1,11 @@
 # %% [markdown]
-# # 01 · Leaf tensors
+# # 01b · Leaf tensors (part 2 of 2)
 #
-# By default, `backward()` writes gradients only into *leaf* tensors (`retain_grad()` or `backward(inputs=...)` change that: section 3).
-# Most "my gradient is None" bugs come from a tensor you think is a leaf and is not.
+# This continues `01a_leaf_tensors` (sections 1–4: leaves and non-leaves, where `.grad` lands, an intermediate's gradient, and rebinding a Parameter's name).
+# Sections and exercises keep their numbers, so this part starts at section 5 and Exercise 4.
 #
 # **What you will learn**
 #
-# - to tell a leaf from a non-leaf with `is_leaf`, `grad_fn` and `requires_grad`;
-# - why `.grad` is filled only on leaves by default;
-# - how `retain_grad()`, `backward(inputs=...)` or `torch.autograd.grad` give you an intermediate's gradient;
-# - why `eta = eta * 2` loses your `nn.Parameter`, and how to keep it;
 # - that a slice of a Parameter shares its memory, and how `clone()` copies it;
 # - to finish a tensor first (shape, dtype, device) and wrap it in `nn.Parameter` last.
 #
@@ -73,7 +69,7 @@ assert returned.data_ptr() == a.data_ptr() and returned.grad_fn is None and v1._
 
 # %% [markdown]
 # The Parameter changed, and its version counter `_version` is still 0.
-# A write through `.data` is hidden from autograd; notebook 02 shows why that matters.
+# A write through `.data` is hidden from autograd; notebooks 02a and 02b show why that matters.
 # Older posts print `grad_fn=<SliceBackward0>` on the value that `a.data.copy_` returns.
 # Here it returns a tensor on the same memory as `a` with no `grad_fn`: `a.data` itself.
 #
@@ -381,7 +377,7 @@ print(f"T._base: {type(base).__name__} {tuple(base.shape)}, grad = {base.grad.fl
 assert t_grad is None and len(caught) == 1 and torch.equal(base.grad, torch.ones(12, 1))
 
 # %% [markdown]
-# `t = t.view(3, 4)` on two lines ends the same way: it rebinds the only name, as in section 4.
+# `t = t.view(3, 4)` on two lines ends the same way: it rebinds the only name, as in section 4 (in `01a_leaf_tensors`).
 
 # %%
 t = nn.Parameter(torch.randn(12, 1))
@@ -437,7 +433,7 @@ assert not isinstance(moved, nn.Parameter) and moved.grad_fn.name() == p64.grad_
 # %% [markdown]
 # A module's own `.double()`, `.half()` or `.to(dtype)` is different: it keeps each Parameter.
 # They go through `Module._apply`, which computes each new tensor under `torch.no_grad()`.
-# Where the old and the new tensor are of compatible kinds, it then puts the new one into the same Parameter object through `param.data = ...`, the legacy attribute that swaps a tensor's memory without autograd (notebook 03).
+# Where the old and the new tensor are of compatible kinds, it then puts the new one into the same Parameter object through `param.data = ...`, the legacy attribute that swaps a tensor's memory without autograd (notebook 03b, section 6).
 # So the Parameter stays the same leaf, and an optimiser made before the cast still holds it.
 # Here are those lines of the installed torch, then the effect:
 
@@ -466,7 +462,7 @@ assert half_layer.weight is half_weight and half_weight.dtype == torch.float16
 assert float64_layer.weight is float64_weight and float64_weight.dtype == torch.float64
 
 # %% [markdown]
-# For plain tensors (a tensor subclass can take another path), where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), and the swap flag of notebook 06, section 3, is off, `_apply` wraps the new tensor in a new Parameter instead.
+# For plain tensors (a tensor subclass can take another path), where the kinds are not compatible, or where you ask for it (`torch.__future__.set_overwrite_module_params_on_conversion(True)`), and the swap flag of notebook 06a, section 3, is off, `_apply` wraps the new tensor in a new Parameter instead.
 # The module then gets a new leaf Parameter, and an optimiser made before still holds the old one, which training no longer reaches.
 # Moving a module from the CPU to a GPU is not such a case: `layer.to("cuda")` keeps each Parameter object, and an optimiser made before the move still holds it.
 # The cell's last lines show this where a GPU is present; on a machine without one they show the stand-in instead, the exception below.
@@ -724,13 +720,8 @@ probe_and_judge("q5", hidden_cases, observe, judge)
 # %% [markdown]
 # ## Summary
 #
-# - A tensor that requires grad is a leaf exactly when it has no `grad_fn`.
-# - Tensors that do not require grad are leaves by convention; so are results computed under `torch.no_grad()`.
-# - By default, `backward()` fills `.grad` on leaves only.
-# - For an intermediate, call `retain_grad()` before `backward()`, pass it in `backward(inputs=...)`, or use `torch.autograd.grad`.
-# - `eta = eta * 2` rebinds the name: the Parameter gets the gradient, you lose your name for it.
-#   Give the result another name.
+# - Part 1 (`01a_leaf_tensors`): a tensor that requires grad is a leaf exactly when it has no `grad_fn`, and by default `backward()` fills `.grad` on leaves only.
 # - A slice is a view of the same memory.
 #   `clone()` gives it its own memory and keeps the gradient path; `.detach().clone()` cuts it.
 # - Reshape, cast and move first; wrap in `nn.Parameter` last.
-#   A module's `.double()` keeps its Parameters (the same leaf objects, with new memory); build the optimiser after moving or casting the module all the same: an optimiser that has already stepped keeps its state in the old dtype (notebook 06, section 3).
+#   A module's `.double()` keeps its Parameters (the same leaf objects, with new memory); build the optimiser after moving or casting the module all the same: an optimiser that has already stepped keeps its state in the old dtype (notebook 06a, section 3).

@@ -1,17 +1,15 @@
 # %% [markdown]
-# # 02 · In-place operations and the version counter
+# # 02a · In-place operations and the version counter (part 1 of 2)
 #
 # ## What you will learn
 # - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
 # - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments of differentiable ops, refused while autograd records when an input or the output requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
 # - How to tell, by looking at what each node saved, when an in-place write is harmless.
-# - Why the order of the lines matters, three ways to fix a version error, and the way to write to a leaf (`torch.no_grad()`).
-# - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
-# - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error, and what they cannot see.
-# - How anomaly mode names the forward line behind a backward error.
-# - What `Trying to backward through the graph a second time` means, and how to get two gradients right.
+# - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error.
 #
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
+#
+# Part 2 is `02b_version_counter` (sections 6–10).
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import time
@@ -35,7 +33,7 @@ print(torch.__version__)
 #
 # An in-place operation writes its result into the memory of an existing tensor instead of allocating a new one.
 # The common spellings in PyTorch are: augmented assignment (`x += 1`), index assignment (`x[0] = 0`), methods ending in an underscore (`x.add_(1)`), and `out=` arguments.
-# Some functions also write in place when asked (`F.relu(x, inplace=True)`) or on their own (notebook 05's `nn.Embedding(max_norm=...)`).
+# Some functions also write in place when asked (`F.relu(x, inplace=True)`) or on their own (notebook 05a's `nn.Embedding(max_norm=...)`).
 # `x = x + 1` is *not* one: it computes a new tensor and rebinds the name `x` to it.
 # Just run this cell: `data_ptr()` is the address of the first element.
 
@@ -63,7 +61,7 @@ assert y.tolist() == [0.0, 2.0] and y.data_ptr() == y_start
 # %% [markdown]
 # ## 2. The version counter
 #
-# Every tensor carries a counter, `t._version`, except *inference tensors*: those that ops allocate inside `torch.inference_mode()` (notebook 03 section 5).
+# Every tensor carries a counter, `t._version`, except *inference tensors*: those that ops allocate inside `torch.inference_mode()` (notebook 03a, section 5).
 # It starts at 0 and goes up by one with every in-place op; out-of-place operations leave it alone.
 # One line can hold two: `t[0] += 1` is an `add_` into the view `t[0]`, then the assignment back (the cell shows it).
 # It counts writes, not changes: a write that leaves every value as it was still counts.
@@ -108,9 +106,9 @@ print("after alias.zero_(): base", base._version, "| base is now", base)
 assert base._version == head._version == grid._version == alias._version == 3
 
 # %% [markdown]
-# Some writes escape the counter: here, writing through `.data` (sections 5 and 7 show writes through numpy).
+# Some writes escape the counter: here, writing through `.data` (section 5, and section 7 in part 2, show writes through numpy).
 # `.data` is a legacy attribute that gives a tensor with the same memory but a counter of its own.
-# Keep that in mind; sections 7 and 8 show why it matters, and notebook 03 compares `.data` and `.detach()` in depth.
+# Keep that in mind; sections 7 and 8 (in part 2) show why it matters, and notebooks 03a and 03b compare `.data` and `.detach()` in depth.
 
 # %%
 base = torch.zeros(4)
@@ -164,8 +162,8 @@ assert index.item() == 0 and not index.requires_grad
 # Two ways of writing are not refused, because they write through another tensor on `a`'s memory: `a.detach()` and `a.data`.
 # Both are leaves that do not require grad, so the leaf check does not apply to them.
 # The `.detach()` write still moves `a`'s counter (section 2); the `.data` write moves nothing.
-# Notebook 03 is about the harm they do.
-# (An older post offers both as one way to fill a leaf, beside `torch.no_grad()`; section 8 shows why `torch.no_grad()` is the one to use.)
+# Notebooks 03a and 03b are about the harm they do.
+# (An older post offers both as one way to fill a leaf, beside `torch.no_grad()`; section 8, in part 2, shows why `torch.no_grad()` is the one to use.)
 
 # %%
 a = torch.tensor([10.0, 5.0, 2.0, 3.0], requires_grad=True)  # the a above, afresh
@@ -208,7 +206,7 @@ assert a.is_leaf and a._version == version + 1 and torch.equal(a.detach(), value
 assert torch.equal(a.grad, torch.tensor([5.0, 2.5, 1.0, 1.5]))
 
 # %% [markdown]
-# So, to initialise or update a parameter, write under `torch.no_grad()`: section 8 shows how.
+# So, to initialise or update a parameter, write under `torch.no_grad()`: section 8, in part 2, shows how.
 #
 # Two writes to views of a tensor that requires grad, leaf or not, are refused on the spot too.
 # The pieces that `unbind`, `split` and `chunk` return are views of one base made by one call, and autograd refuses to record a write to any of them.
@@ -289,7 +287,7 @@ with expect_error(RuntimeError, match=stale):
     f.backward()
 
 # %% [markdown]
-# Without this check, `w2.grad` would silently come out from the new `d` instead of 4: section 7 shows it with a ×10 write autograd cannot see (`w2.grad = 40`).
+# Without this check, `w2.grad` would silently come out from the new `d` instead of 4: section 7 (in part 2) shows it with a ×10 write autograd cannot see (`w2.grad = 40`).
 # That is the whole point of the version counter: a wrong gradient becomes a loud error.
 
 # %% [markdown]
@@ -355,7 +353,7 @@ print(f"per op: {plain / 601 * 1e6:.1f} µs, inside track_inplace(): {tracked / 
 # The write is `d[:] = 0`, recorded as `fill_`, the op it runs.
 # In a notebook the file name is a temporary file Jupyter made for the cell; the code after it is your line.
 #
-# The fix: leave the saved `d` alone and write to a copy (section 7 shows three fixes).
+# The fix: leave the saved `d` alone and write to a copy (section 7, in part 2, shows three fixes).
 # `diagnose` then finds nothing, and `backward()` gives `w2.grad = 4`.
 
 # %%
@@ -364,7 +362,7 @@ f = d @ w2
 d = d.clone()  # a new tensor with its own memory and counter; f's graph keeps the old d
 d[:] = 0
 assert not diagnose(f)
-w2.grad = None  # backward() adds into .grad (section 10): start empty, as on the first run
+w2.grad = None  # backward() adds into .grad (section 10, part 2): start empty, as on the first run
 f.backward()
 print("w2.grad:", w2.grad)
 assert torch.equal(w2.grad, torch.tensor([4.0]))
@@ -537,7 +535,7 @@ assert not diagnose(loss)
 draw(loss, names={"a": a, "b": b, "c": c, "loss": loss})
 
 # %%
-a.grad = None  # backward() adds into .grad (section 10): start empty, as on the first run
+a.grad = None  # backward() adds into .grad (section 10, part 2): start empty, as on the first run
 loss.backward()
 print("a.grad:", a.grad)
 assert torch.equal(a.grad, torch.ones(2))
@@ -630,7 +628,7 @@ print("b._version:", b._version, "| a.grad:", a.grad, "| 2a:", 2 * a.detach(), "
 assert b._version == 1 and torch.equal(a.grad, 20 * a.detach())
 
 # %% [markdown]
-# Sections 7 and 8 come back to such hidden writes.
+# Sections 7 and 8 (in part 2) come back to such hidden writes.
 # Even without them, "no error" says nothing about whether the values you keep using afterwards are the ones you meant: `loss` above was computed before `c[0] = 1000.0` and does not change with it.
 
 # %% [markdown]
@@ -787,3 +785,15 @@ def judge(seen, case):
 ### END JUDGE
 probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - `t._version` counts in-place writes; views share it with their base, and so does `.detach()` (not a view); `.data` does not.
+# - A leaf that requires grad refuses in-place writes to itself (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed. Writes through `.detach()` and `.data` are not refused.
+# - A tensor some node saved for backward may not be written before a `backward()` that runs through that node: `draw()` shows it red, `backward()` raises (unless saved-tensor hooks are on: then nothing is checked).
+# - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
+# - Writes through `.data` move no counter, and a write through a tensor that shares the memory but not the counter (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` misses them, and the gradient is silently wrong.
+# - Writes to tensors that share no version counter with a saved tensor are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
+#
+# Part 2, `02b_version_counter`, goes on with section 6: the order of the lines, three fixes, initialising a parameter, anomaly mode, and backward twice.

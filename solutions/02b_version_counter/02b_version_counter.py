@@ -1,13 +1,13 @@
 # %% [markdown]
-# # 02 · In-place operations and the version counter
+# # 02b · In-place operations and the version counter (part 2 of 2)
+#
+# This continues `02a_version_counter` (sections 1–5: in-place operations, the version counter, the two in-place writes autograd forbids, `diagnose`, and when an in-place write is harmless).
+# Sections and exercises keep their numbers, so this part starts at section 6 and Exercise 2.
 #
 # ## What you will learn
-# - What an in-place operation is, and how PyTorch counts them in `tensor._version`.
-# - The two in-place writes autograd forbids: on a leaf that requires grad while autograd records, and on a tensor saved for backward (besides `out=` arguments of differentiable ops, refused while autograd records when an input or the output requires grad, and two writes to views it refuses: to the pieces of `unbind`, `split` or `chunk`, and to a view made under `no_grad`).
-# - How to tell, by looking at what each node saved, when an in-place write is harmless.
 # - Why the order of the lines matters, three ways to fix a version error, and the way to write to a leaf (`torch.no_grad()`).
 # - How to initialise a parameter in place (`torch.no_grad()`, `nn.init`), and why `.data` is the wrong tool.
-# - How `diagnose` and `track_inplace` name the node, the saved tensor and the line behind a version error, and what they cannot see.
+# - What `diagnose` and `track_inplace` cannot see.
 # - How anomaly mode names the forward line behind a backward error.
 # - What `Trying to backward through the graph a second time` means, and how to get two gradients right.
 #
@@ -45,7 +45,7 @@ print(torch.__version__)
 # %% [markdown]
 # ## 6. Order matters
 #
-# The same three lines as in section 4, with the write moved before the use, run without error.
+# The same three lines as in section 4 (in `02a_version_counter`), with the write moved before the use, run without error.
 # `f` is now computed from the new `d`, and that is what its gradient reflects:
 # `w2.grad` is the new `d` (0, not 4), and `w1.grad` is 0 because `d[:] = 0` replaced every value that depended on `w1`.
 # Whether that is right depends on what you meant: autograd differentiates the code you ran.
@@ -67,13 +67,13 @@ assert torch.equal(w1.grad, torch.zeros(2, 1))
 # ## 7. Three fixes, and the leaf case
 #
 # Suppose the intended computation is: `f` uses the original `d` (so `w2.grad = 4` and, by hand, `w1.grad = xᵀ·w2 = [[3], [6]]`), and afterwards we want `d` scaled by 10 for some later step.
-# `d *= 10` after `f = d @ w2` raises, as in section 4.
+# `d *= 10` after `f = d @ w2` raises, as in section 4 (part 1).
 # Each of the three fixes below gives the intended gradients, checked against the hand-derived ones.
 
 
 # %%
 def fresh_forward() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Returns (w1, w2, d, f) for the example of sections 4 and 6, built from scratch."""
+    """Returns (w1, w2, d, f) for the example of sections 4 (part 1) and 6, built from scratch."""
     x = torch.tensor([[1.0, 2.0]])
     w1 = torch.tensor([[2.0], [1.0]], requires_grad=True)
     w2 = torch.tensor([3.0], requires_grad=True)
@@ -119,7 +119,7 @@ d *= 10
 check_intended(w1, w2, d)
 
 # %% [markdown]
-# Leaves, the case of section 3, take another way: write under `torch.no_grad()`, before the leaf is used.
+# Leaves, the case of section 3 (part 1), take another way: write under `torch.no_grad()`, before the leaf is used.
 # That is parameter initialisation (and the optimiser's update step), next section.
 #
 # Three "fixes" to avoid.
@@ -127,7 +127,7 @@ check_intended(w1, w2, d)
 # `diagnose` cannot see it either, even under `track_inplace()`: it reads the same version counters, and `d._version` stays 0.
 # A write through numpy (`d.detach().numpy()`) is just as invisible: numpy writes the memory directly.
 # Version tracking cannot see such writes, so "nothing found" never rules them out; its own message says so.
-# `d.detach().mul_(10)` does not even silence the error: a detached tensor shares the counter (section 2).
+# `d.detach().mul_(10)` does not even silence the error: a detached tensor shares the counter (section 2, part 1).
 
 # %%
 with track_inplace():
@@ -207,7 +207,7 @@ with expect_error(RuntimeError, match="is at version 1; expected version 0 inste
 # Leave `x` and `w` as they were: the caller still uses them (only their `.grad` fills).
 # `x -= x.mean(0)` would centre the caller's `x`, not a tensor of yours.
 #
-# The tests also run your function on the course's stand-in for a GPU (notebook 01, section 6): a tensor it builds without `device=` fails there, as on a GPU; the example after the tests shows one.
+# The tests also run your function on the course's stand-in for a GPU (notebook 01b, section 6): a tensor it builds without `device=` fails there, as on a GPU; the example after the tests shows one.
 
 
 # %% nbgrader={"grade_id": "q2-answer", "solution": true}
@@ -447,7 +447,7 @@ print("on the GPU stand-in:", on_gpu(lambda h: h - h.mean(dim=0), h))  # device-
 # %% [markdown]
 # ## 8. Initialising a parameter: `torch.no_grad()`, not `.data`
 #
-# A parameter that is not frozen is a leaf that requires grad, so `w.normal_()` is refused (section 3).
+# A parameter that is not frozen is a leaf that requires grad, so `w.normal_()` is refused (section 3, in part 1).
 
 # %%
 w = nn.Parameter(torch.empty(2, 3))
@@ -793,7 +793,7 @@ assert any("f = d @ w2" in message for message in messages)  # the forward line
 # The warning names `MvBackward0`, the backward of `f = d @ w2`, and points to that line: the op that saved `d`.
 # The culprit is a write to one of its saved tensors made after that line (here `d[:] = 0`), and the warning does not say which write.
 #
-# `diagnose(f)` (section 4) says more, before `backward()` is called: besides the node, the saved tensor (`self`, that is `d`), its two versions, and, under `track_inplace()`, the line of the write.
+# `diagnose(f)` (section 4, in part 1) says more, before `backward()` is called: besides the node, the saved tensor (`self`, that is `d`), its two versions, and, under `track_inplace()`, the line of the write.
 # `draw(f)` shows the same in red.
 
 # %%
@@ -810,9 +810,10 @@ print(
 assert (finding.node, finding.saved, finding.name) == (f.grad_fn.name(), "self", "d")
 assert (finding.saved_version, finding.current_version) == (0, 1)
 assert write.code == "d[:] = 0"
+draw(f, names={"d": d, "f": f}, writes=log)  # the saved d in red, with the line of the write
 
 # %% [markdown]
-# Anomaly mode checks every gradient for NaN by reading its values (notebook 06, section 7, shows it finding one).
+# Anomaly mode checks every gradient for NaN by reading its values (notebook 06b, section 7, shows it finding one).
 # The GPU stand-in's tensors have values (section 7, after Exercise 2), so a `detect_anomaly()` left in an answer runs there as on a GPU:
 
 
@@ -848,7 +849,7 @@ with expect_error(RuntimeError, match="Trying to backward through the graph a se
 v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 total = (v + 1).sum()
 nodes = [total.grad_fn.name(), total.grad_fn.next_functions[0][0].name()]
-print("nodes:", nodes)  # neither saves a tensor (the table of section 5)
+print("nodes:", nodes)  # neither saves a tensor (the table of section 5, in part 1)
 total.backward()
 total.backward()  # no error
 print("v.grad after two backward() calls:", v.grad)
@@ -1132,12 +1133,9 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # %% [markdown]
 # ## Summary
 #
-# - `t._version` counts in-place writes; views share it with their base, and so does `.detach()` (not a view); `.data` does not.
-# - A leaf that requires grad refuses in-place writes to itself (`a[:] = 0` included) while autograd records; under `torch.no_grad()` the write is allowed, and so is an optimiser's `step()`, which turns grad mode off. Writes through `.detach()` and `.data` are not refused.
-# - A tensor some node saved for backward may not be written before a `backward()` that runs through that node: `draw()` shows it red, `backward()` raises (unless saved-tensor hooks are on: then nothing is checked).
-# - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
-# - Writes through `.data` move no counter, and a write through a tensor that shares the memory but not the counter (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
-# - Writes to tensors that share no version counter with a saved tensor are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
+# - Part 1 (`02a_version_counter`): `t._version` counts in-place writes, and a tensor some node saved for backward may not be written before a `backward()` that runs through that node.
+# - An optimiser's `step()` may write to a leaf that requires grad, as a write under `torch.no_grad()` may: it turns grad mode off.
+# - Writes through `.data` or numpy move no counter that autograd checks: `backward()` and `diagnose` both miss them, and the gradient is silently wrong.
 # - Fixes: out of place, clone (or `allow_mutation_on_saved_tensors()`, which clones for you), reorder (write after backward, or before use if that is what you mean), and `torch.no_grad()` for parameters. Never `.data`.
 # - `detect_anomaly()` points to the forward op that saved the tensor.
 # - A second backward fails only through a graph that saved tensors; `retain_graph=True` keeps them, and gradients add up.
