@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 05 · `nn.Embedding(max_norm=...)` rewrites its weight during the forward pass
+# # 05a · `nn.Embedding(max_norm=...)` rewrites its weight during the forward pass (part 1 of 2)
 #
 # An embedding with `max_norm` rescales the rows it looks up, in place, every time it is called.
 # Any other use of `embedding.weight` in the same graph (a tied output layer, a regulariser, a similarity against all rows) can then fail at `backward()`, or quietly use values that changed under it.
@@ -8,15 +8,14 @@
 #
 # - which rows `max_norm` rescales, to what norm, with which `norm_type`, and what it does to `weight._version` (and why a fresh module's weight starts at version 1);
 # - why `embedding.weight` used before `embedding(idx)` breaks `backward()`, read from the error's two versions, `draw` and `diagnose`;
-# - three fixes (reorder, `clone()`, renormalise yourself first) and which of them change the values the model computes; why `.detach()` is not one;
-# - the same failure in a tied-weight language model, even when no row is too long, and in `F.embedding` on a tensor you pass;
-# - what gradient a row gets through `max_norm`, and how to look up rescaled rows without writing the weight;
-# - where the renormalisation does harm with no error at all.
+# - three fixes (reorder, `clone()`, renormalise yourself first) and which of them change the values the model computes; why `.detach()` is not one.
 #
 # *The seed* below is the older Chinese notebook this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+#
+# Part 2, `05b_embedding_max_norm` (sections 4–7), takes the failure to a tied-weight language model and `F.embedding`, and shows the gradient through `max_norm` and where it does harm with no error.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import inspect
@@ -44,7 +43,7 @@ print(f"torch {torch.__version__}")
 # ## 1. What `max_norm` does
 #
 # A fresh `nn.Embedding` is a table of `num_embeddings` rows, each a vector of `embedding_dim` numbers, drawn from a standard normal.
-# Its weight is already at version 1, not 0: the constructor calls `reset_parameters()`, which fills the weight with `init.normal_`, an in-place write under `torch.no_grad()` (notebook 02, section 8).
+# Its weight is already at version 1, not 0: the constructor calls `reset_parameters()`, which fills the weight with `init.normal_`, an in-place write under `torch.no_grad()` (notebook 02b, section 8).
 
 # %%
 embedding = nn.Embedding(4, 2, max_norm=1.0)
@@ -108,7 +107,7 @@ assert abs(table.norm().item() - 5 / (5 + 1e-7)) < 1e-12
 
 # %% [markdown]
 # The version goes up on every call, whether or not a row was too long, and also under `torch.no_grad()` (as in an evaluation loop).
-# The counter counts writes, not changes (notebook 02, section 2).
+# The counter counts writes, not changes (notebook 02a, section 2).
 
 # %%
 version = embedding.weight._version
@@ -317,7 +316,7 @@ loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
 embedding, W = seed_setup()
-with torch.no_grad():  # 3. renormalise first, with the kernel nn.Embedding calls (section 5)
+with torch.no_grad():  # 3. renormalise first, with nn.Embedding's kernel (section 5, part 2)
     torch.embedding_renorm_(embedding.weight, idx, max_norm=1.0, norm_type=2.0)
 a = embedding.weight @ W.t()
 b = nn.functional.embedding(idx, embedding.weight) @ W.t()  # max_norm=None: no write
@@ -349,7 +348,7 @@ graph_with_clone
 # What each fix costs: `clone()` copies the whole weight at every forward pass (for a 50,000 × 512 vocabulary, 50,000 × 512 × 4 bytes ≈ 100 MB in float32); the reorder costs nothing; renormalising yourself is one more call, and you must keep `max_norm` out of the lookup.
 #
 # What is *not* a fix: `.detach()`.
-# A detached tensor shares the weight's memory and its version counter (notebook 02, section 2), and `MmBackward0` still saves it to compute `W.grad`.
+# A detached tensor shares the weight's memory and its version counter (notebook 02a, section 2), and `MmBackward0` still saves it to compute `W.grad`.
 # The same error, the same versions:
 
 # %%
@@ -524,3 +523,13 @@ def judge(seen, case):
 ### END JUDGE
 probe_and_judge("q1", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - `nn.Embedding(max_norm=m)` rescales, in place, the rows it looks up whose `norm_type`-norm is above `m`, to just under `m`; other rows stay as they are.
+# - Every call bumps `weight._version` by one, even when no row changes, even under `no_grad`; a fresh `nn.Embedding(n, d)` starts at version 1 (its `normal_` init; 2 with `padding_idx`, 0 from `from_pretrained`).
+# - Any use of the weight saved for backward *before* a lookup (a tied output layer, a regulariser, a similarity) then fails at `backward()`; `diagnose` under `track_inplace()` names `embedding_renorm_` and the line.
+# - Fixes: reorder (free, uses the rescaled rows), `clone()` (a copy, uses the old rows), renormalise yourself under `no_grad` then `max_norm=None` (the rescaled rows). `.detach()` is no fix; `.detach().clone()` loses the gradient.
+#
+# Part 2, `05b_embedding_max_norm`, goes on at section 4 with a tied-weight language model.

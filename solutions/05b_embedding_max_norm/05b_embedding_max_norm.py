@@ -1,14 +1,11 @@
 # %% [markdown]
-# # 05 · `nn.Embedding(max_norm=...)` rewrites its weight during the forward pass
+# # 05b · `nn.Embedding(max_norm=...)` rewrites its weight during the forward pass (part 2 of 2)
 #
-# An embedding with `max_norm` rescales the rows it looks up, in place, every time it is called.
-# Any other use of `embedding.weight` in the same graph (a tied output layer, a regulariser, a similarity against all rows) can then fail at `backward()`, or quietly use values that changed under it.
+# This notebook continues `05a_embedding_max_norm` (sections 1–3: which rows `max_norm` rescales and the write it makes at every call, the error when the weight is used before the lookup, and three fixes).
+# Sections and exercises keep their numbers, so this part starts at section 4 and Exercise 2.
 #
 # **What you will learn**
 #
-# - which rows `max_norm` rescales, to what norm, with which `norm_type`, and what it does to `weight._version` (and why a fresh module's weight starts at version 1);
-# - why `embedding.weight` used before `embedding(idx)` breaks `backward()`, read from the error's two versions, `draw` and `diagnose`;
-# - three fixes (reorder, `clone()`, renormalise yourself first) and which of them change the values the model computes; why `.detach()` is not one;
 # - the same failure in a tied-weight language model, even when no row is too long, and in `F.embedding` on a tensor you pass;
 # - what gradient a row gets through `max_norm`, and how to look up rescaled rows without writing the weight;
 # - where the renormalisation does harm with no error at all.
@@ -107,7 +104,7 @@ draw(logits.sum(), names=names, saved={"mat2"})
 # %% [markdown]
 # The error shows a `[4, 6]` tensor, the transposed weight `weight.T` (a view of the weight, with its counter), saved by step 0 or 1.
 # Surprise: it fails even when no row is too long.
-# With `max_norm = 100` nothing is rescaled, but every call still writes (section 1), so the saved versions are still stale.
+# With `max_norm = 100` nothing is rescaled, but every call still writes (section 1, in `05a_embedding_max_norm`), so the saved versions are still stale.
 
 # %%
 torch.manual_seed(0)
@@ -139,7 +136,7 @@ assert torch.allclose(embedding.weight.grad[0], 0.02 * embedding.weight.detach()
 
 # %% [markdown]
 # Back to the language model.
-# The `clone()` fix of section 3 works here too: at every step, `h @ self.embedding.weight.clone().T`.
+# The `clone()` fix of section 3 (in `05a_embedding_max_norm`) works here too: at every step, `h @ self.embedding.weight.clone().T`.
 # Each step's `MmBackward0` then saves its own copy, and the gradient still reaches the weight through `CloneBackward0`.
 # But each step scores against the weight *as it is at that step*: step 0 uses rows that steps 1 and 2 rescale afterwards.
 
@@ -176,14 +173,14 @@ assert rescaled_later[0] and not rescaled_later[2]
 
 # %% [markdown]
 # Whether that is what you want is a modelling choice.
-# Exercise 2 asks for the other one: every step scores against the weight with the rows of the whole sequence already rescaled, which is what the reorder of section 3 gives when you apply it to this loop.
+# Exercise 2 asks for the other one: every step scores against the weight with the rows of the whole sequence already rescaled, which is what the reorder of section 3 (part 1) gives when you apply it to this loop.
 #
 # ## 5. `F.embedding(..., max_norm=...)` writes to the tensor you pass
 #
 # The functional form, `F.embedding` (`F` is `torch.nn.functional`), does the same to any tensor you give it.
 # Its source shows how: `torch.embedding_renorm_` on `weight.detach()`, a leaf that does not require grad, on the weight's memory.
-# That escapes one check: on a leaf that requires grad the write is allowed, where `leaf.mul_(0.2)` is refused (notebook 02, section 3).
-# It does not escape the version counter, which `.detach()` shares: the version moves, and a node that saved the leaf before the lookup makes `backward()` fail, as in section 2.
+# That escapes one check: on a leaf that requires grad the write is allowed, where `leaf.mul_(0.2)` is refused (notebook 02a, section 3).
+# It does not escape the version counter, which `.detach()` shares: the version moves, and a node that saved the leaf before the lookup makes `backward()` fail, as in section 2 (part 1).
 
 # %%
 print(inspect.getsource(nn.functional._no_grad_embedding_renorm_))
@@ -512,7 +509,7 @@ assert torch.allclose(w.grad, torch.tensor([-0.128, 0.096]))
 # ### Exercise 3 — a max-norm lookup that never writes the weight (3 points)
 #
 # Write `max_norm_lookup(weight, indices, max_norm, norm_type=2.0)`: the values `nn.Embedding(max_norm=max_norm, norm_type=norm_type)` would return for `indices` (any shape; the result has shape `indices.shape + (dim,)`), **without writing to `weight`** (its values and its `_version` stay as they were).
-# A row whose `norm_type`-norm is above `max_norm` comes back rescaled to that norm; the others come back as they are (1e-5 is close enough, so the `1e-7` of section 1 does not matter).
+# A row whose `norm_type`-norm is above `max_norm` comes back rescaled to that norm; the others come back as they are (1e-5 is close enough, so the `1e-7` of section 1, in part 1, does not matter).
 # A gradient must reach `weight` from the result, for the looked-up rows only, and be finite on every row: a row of norm 0 comes back as it is, with a gradient.
 # Leave `indices` as they were too.
 # For `weight = [[3, 4], [0.3, 0.4], [0, 0]]`, `indices = [0, 1, 0, 2]` and `max_norm = 1`: `[[0.6, 0.8], [0.3, 0.4], [0.6, 0.8], [0, 0]]`, the weight still holds `[3, 4]`, and the gradient of the result's sum is finite and nonzero on every row, the row of norm 0 included.
@@ -915,9 +912,6 @@ for name, score in candidates.items():
 # %% [markdown]
 # ## Summary
 #
-# - `nn.Embedding(max_norm=m)` rescales, in place, the rows it looks up whose `norm_type`-norm is above `m`, to just under `m`; other rows stay as they are.
-# - Every call bumps `weight._version` by one, even when no row changes, even under `no_grad`; a fresh `nn.Embedding(n, d)` starts at version 1 (its `normal_` init; 2 with `padding_idx`, 0 from `from_pretrained`).
-# - Any use of the weight saved for backward *before* a lookup (a tied output layer, a regulariser, a similarity) then fails at `backward()`; `diagnose` under `track_inplace()` names `embedding_renorm_` and the line.
-# - Fixes: reorder (free, uses the rescaled rows), `clone()` (a copy, uses the old rows), renormalise yourself under `no_grad` then `max_norm=None` (the rescaled rows). `.detach()` is no fix; `.detach().clone()` loses the gradient.
+# - From part 1 (`05a_embedding_max_norm`): every call with `max_norm` writes the weight in place, so a use of the weight saved for backward before a lookup fails at `backward()`; the fixes are the reorder, `clone()` and renormalising yourself first.
 # - The gradient through `max_norm` ignores the rescaling: it is a projection, not a layer.
 # - `F.embedding(..., max_norm=...)` and `from_pretrained(..., max_norm=...)` rewrite the tensor you pass, with no error; copy what you must keep.

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 06 · A debugging clinic: autograd errors in real training code
+# # 06a · A debugging clinic: autograd errors in real training code (part 1 of 2)
 #
 # Notebooks 01-05 took one pitfall at a time, in a few lines each.
 # In real code they come inside training scripts, mixed with other autograd errors, and a quick fix can silence the error and train nothing (section 2 shows one).
@@ -11,14 +11,13 @@
 # - `element 0 of tensors does not require grad and does not have a grad_fn`: five ways to cut the graph, and why `loss.requires_grad_()` silences the error and trains nothing (plotted);
 # - `param.grad is None` after `backward()`, and an optimiser that updates nothing;
 # - a missing `zero_grad()` (plotted), the gradient accumulation that does it on purpose, and the `None` that `zero_grad()` leaves;
-# - `Expected all tensors to be on the same device`: a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind;
-# - `Trying to backward through the graph a second time`: a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
-# - NaN in backward from `sqrt` at 0 and `log` of 0, found with anomaly mode and a gradient hook; `gradcheck` on a hand-written `autograd.Function`;
-# - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
+# - `Expected all tensors to be on the same device`: a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind.
 #
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+#
+# Part 2, `06b_debugging_clinic` (sections 6–8), goes on with a recurrent state carried across batches, NaN in backward, and scripts where two pitfalls come together.
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import inspect
@@ -212,7 +211,7 @@ with expect_error(
     F.mse_loss(frozen(inputs), targets).backward()
 
 # %% [markdown]
-# `diagnose` (notebook 02, section 4) finds a cut before you call `backward()`, and names the parameters the loss does not reach:
+# `diagnose` (notebook 02a, section 4) finds a cut before you call `backward()`, and names the parameters the loss does not reach:
 
 # %%
 report = diagnose(losses["item"], params=model)
@@ -281,7 +280,7 @@ assert [finding.code for finding in findings] == ["AGP160"]
 
 # %% [markdown]
 # The fix is never on the loss: find the line that cut the graph (`diagnose` names the parameters it cannot reach) and compute the loss from the model's output with tensor ops.
-# For the numpy version, compute the same thing with torch (`((predictions - targets) ** 2).mean()`); for a list of losses, `torch.stack(per_half).mean()` (notebook 04); unfreeze what must train.
+# For the numpy version, compute the same thing with torch (`((predictions - targets) ** 2).mean()`); for a list of losses, `torch.stack(per_half).mean()` (notebook 04a); unfreeze what must train.
 #
 # ## 3. `param.grad is None` after `backward()`
 #
@@ -345,7 +344,7 @@ print("the optimiser's parameters got a gradient:", optimizer_saw_a_gradient)
 assert torch.equal(weight_before, weight_after) and not optimizer_saw_a_gradient
 
 # %% [markdown]
-# **A Parameter rebound after the optimiser was built** (notebook 01): `model.weight = nn.Parameter(...)` puts a new leaf in the model; the optimiser updates the old one.
+# **A Parameter rebound after the optimiser was built** (notebook 01a): `model.weight = nn.Parameter(...)` puts a new leaf in the model; the optimiser updates the old one.
 # The new weight gets its gradient at every step, and never moves.
 
 # %%
@@ -369,8 +368,8 @@ assert model.weight.grad is not None and torch.equal(weight_before, model.weight
 # %% [markdown]
 # Rescale in place under `torch.no_grad()` instead (`model.weight.mul_(0.5)`), or build the optimiser after the last change to the model.
 #
-# The same rule holds for moving and casting, as notebook 01 (section 6) says: `model.to(...)` first, then the optimiser.
-# With PyTorch's defaults, `Module.to()` keeps each Parameter object when casting (notebook 01 shows it, and shows the move to CUDA where a GPU is present), so an optimiser built before the conversion still holds the model's parameters.
+# The same rule holds for moving and casting, as notebook 01b (section 6) says: `model.to(...)` first, then the optimiser.
+# With PyTorch's defaults, `Module.to()` keeps each Parameter object when casting (notebook 01b shows it, and shows the move to CUDA where a GPU is present), so an optimiser built before the conversion still holds the model's parameters.
 # That is not enough for Adam: an optimiser that has already stepped keeps its state in the old dtype (here Adam's running averages, still float32), and Adam's next step fails (SGD goes on, its momentum buffer still float32, unless it was built with `fused=True`: the cell after this one shows both):
 
 # %%
@@ -415,7 +414,7 @@ for options in ({"momentum": 0.9}, {"momentum": 0.9, "fused": True}):
         assert model.weight.dtype == torch.float64 and buffer.dtype == torch.float32
 
 # %% [markdown]
-# And the objects are not kept everywhere: on the course's GPU stand-in, and with `torch.__future__.set_overwrite_module_params_on_conversion(True)`, `.to()` makes new Parameters (notebook 01 shows both), which an optimiser built before never updates.
+# And the objects are not kept everywhere: on the course's GPU stand-in, and with `torch.__future__.set_overwrite_module_params_on_conversion(True)`, `.to()` makes new Parameters (notebook 01b shows both), which an optimiser built before never updates.
 # The other flag, `torch.__future__.set_swap_module_params_on_conversion(True)`, keeps each Parameter object and swaps its contents in place, so the optimiser still holds it (with its old state).
 # Both flags are off by default:
 
@@ -1180,3 +1179,15 @@ def judge(seen, case):
 ### END JUDGE
 probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
+# - `grad can be implicitly created only for scalar outputs`: reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger as the loss has values.
+# - `element 0 of tensors does not require grad`: the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
+# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype (Adam's next step then fails), and some conversions make new Parameters.
+# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss by the number of parts and zeroing once per step. `zero_grad()` sets `.grad` to `None` (an optimiser then skips the parameter), not to zeros.
+# - `Expected all tensors to be on the same device`: something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
+#
+# Part 2, `06b_debugging_clinic`, goes on at section 6 with a recurrent state carried across batches.

@@ -1,17 +1,11 @@
 # %% [markdown]
-# # 06 · A debugging clinic: autograd errors in real training code
+# # 06b · A debugging clinic: autograd errors in real training code (part 2 of 2)
 #
-# Notebooks 01-05 took one pitfall at a time, in a few lines each.
-# In real code they come inside training scripts, mixed with other autograd errors, and a quick fix can silence the error and train nothing (section 2 shows one).
-# Each section here is a short training script as a learner would write it, broken; we run it, read the live error (or the silent symptom), find the cause, and fix it.
+# This notebook continues `06a_debugging_clinic` (sections 1–5: a loss that is not one number, a cut graph, `param.grad is None`, a missing `zero_grad()`, and what `.to(device)` leaves behind), with more training scripts broken, run, read and fixed.
+# Sections and exercises keep their numbers, so this part starts at section 6 and Exercise 3.
 #
 # **What you will learn**
 #
-# - `grad can be implicitly created only for scalar outputs`: a loss that is not one number, what `backward(gradient=...)` computes, and why `torch.ones_like(loss)` is not the fix;
-# - `element 0 of tensors does not require grad and does not have a grad_fn`: five ways to cut the graph, and why `loss.requires_grad_()` silences the error and trains nothing (plotted);
-# - `param.grad is None` after `backward()`, and an optimiser that updates nothing;
-# - a missing `zero_grad()` (plotted), the gradient accumulation that does it on purpose, and the `None` that `zero_grad()` leaves;
-# - `Expected all tensors to be on the same device`: a layer built inside `forward`, a tensor attribute that `.to(device)` leaves behind;
 # - `Trying to backward through the graph a second time`: a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
 # - NaN in backward from `sqrt` at 0 and `log` of 0, found with anomaly mode and a gradient hook; `gradcheck` on a hand-written `autograd.Function`;
 # - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
@@ -641,7 +635,7 @@ assert any(write.op == "embedding_renorm_" for write in log.writes) and report.f
 # %% [markdown]
 # Two in-place ops are at work: `embedding_renorm_` rewrites the weight that the earlier steps' output layer saved (notebook 05), and `logits[:, t] = ...` writes into the buffer (`copy_` into a slice, allowed, since nothing saved the buffer).
 # The error is the first one's; the two `torch.zeros(...)` without `device=` are bugs of their own, which the stand-in shows once the model is on a GPU.
-# The hidden state `h` is on the CPU, so `self.mix(h)` fails at the first step (the last lines of the cell after the fix show it); the logits buffer, made the same way, would bring GPU pieces back to the CPU (notebook 04, section 6).
+# The hidden state `h` is on the CPU, so `self.mix(h)` fails at the first step (the last lines of the cell after the fix show it); the logits buffer, made the same way, would bring GPU pieces back to the CPU (notebook 04b, section 6).
 # The course's linter finds the tied weight before anything runs.
 # `lint` below checks the source of what you give it, with this notebook's imports, and prints each finding with its line.
 # (`source_of` below puts a class back together from its methods' sources.)
@@ -723,10 +717,22 @@ with expect_error(AssertionError, match="Expected all tensors to be on the same 
 # %% [markdown]
 # **An in-place normalisation, and a penalty assembled with `torch.tensor`.**
 # This network normalises its hidden activations in place, and its loss adds a weight penalty built from a list.
-# The first bug raises; the second only warns (the warning of notebook 04, once per process unless asked for every time) and raises nothing.
+# The first bug raises; the second only warns (the warning of notebook 04a, once per process unless asked for every time) and raises nothing.
+# The data are those of section 1 (in `06a_debugging_clinic`), rebuilt here: 64 points, 3 features, targets from a known line plus noise.
 
 
 # %%
+def regression_data(n: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns (inputs, targets): n points of 3 features and targets from a fixed line, plus noise."""
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(n, 3, generator=generator)
+    targets = inputs @ torch.tensor([[1.5], [-2.0], [0.5]]) + 0.3
+    return inputs, targets + 0.1 * torch.randn(n, 1, generator=generator)
+
+
+inputs, targets = regression_data()  # the data of section 1 (in 06a_debugging_clinic)
+
+
 class NormedNet(nn.Module):
     """Buggy: a hidden layer whose activations are scaled to unit norm in place."""
 
@@ -786,7 +792,7 @@ normed_graph
 # %% [markdown]
 # The error calls the tensor "output 0 of Div": after `h /= ...`, the division is its history.
 # `diagnose` names the two nodes that saved it before `h /= ...` wrote to it (notebook 02): `ReluBackward0` keeps its output to compute its gradient, and the norm's node keeps its input; `h = h / ...` fixes it.
-# Then `backward()` works, and the penalty does nothing: `torch.tensor([...])` copied its values (notebook 04), so the gradient with the penalty equals the gradient without it.
+# Then `backward()` works, and the penalty does nothing: `torch.tensor([...])` copied its values (notebook 04a), so the gradient with the penalty equals the gradient without it.
 # The linter finds the second (the first needs `diagnose`: whether `h /= ...` breaks anything depends on what saved `h`, which only the graph knows):
 
 # %% nbgrader={"grade_id": "demo-out-of-place-penalty", "locked": true} tags=["grading-skip"]
@@ -930,11 +936,7 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # ## Summary
 #
 # - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
-# - `grad can be implicitly created only for scalar outputs`: reduce the loss as you mean it (`.mean()`); `backward(torch.ones_like(loss))` is the sum, a gradient as many times larger as the loss has values.
-# - `element 0 of tensors does not require grad`: the graph was cut (`no_grad`, `.item()`, numpy, `torch.tensor([...])`, every parameter frozen). `loss.requires_grad_()` silences it and trains nothing; `diagnose(loss, params=model)` names what the loss cannot reach.
-# - `param.grad is None`: the loss does not use it, or the optimiser holds other Parameters (the model rebuilt or a Parameter rebound after the optimiser was built). Move or cast the model first, then build the optimiser: one that has stepped keeps its state in the old dtype (Adam's next step then fails), and some conversions make new Parameters.
-# - No `zero_grad()`: gradients add up across steps, with no error. Accumulate on purpose by dividing each part's loss by the number of parts and zeroing once per step. `zero_grad()` sets `.grad` to `None` (an optimiser then skips the parameter), not to zeros.
-# - `Expected all tensors to be on the same device`: something the module does not register. Build layers in `__init__` (lists in `nn.ModuleList`) and keep tensors in buffers.
+# - Part 1 (`06a_debugging_clinic`): a loss that is not one number, a cut graph, `param.grad is None`, a missing `zero_grad()`, and a tensor or layer the module does not register.
 # - `Trying to backward through the graph a second time` in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
 # - NaN gradients: anomaly mode names the first node that *returned* NaN, which may come after the cause (two nodes after the `sqrt` here); a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.
 # - Several pitfalls at once: `track_inplace()` and `diagnose` find what `backward()` will hit and the line; the linter (`python -m autograd_pitfalls.lint`) finds the patterns before anything runs.
