@@ -1,7 +1,7 @@
 # %% [markdown]
-# # 03 · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate
+# # 03a · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate (part 1 of 2)
 #
-# Notebook 02 showed (sections 5, 7 and 8) that a write through `.data` moves no version counter, so autograd cannot see it.
+# Notebooks 02a (section 5) and 02b (sections 7 and 8) showed that a write through `.data` moves no version counter, so autograd cannot see it.
 # This notebook is about that gap: writes autograd cannot see, where PyTorch gives no error at all and the gradient is silently wrong.
 # The older posts it quotes are the Chinese blog posts and notebooks this course started from.
 #
@@ -10,13 +10,13 @@
 # - what `.data` and `.detach()` have in common (memory, no `requires_grad`, no history), and the one thing that differs: the version counter;
 # - why a write through `.data` (or numpy) gives a wrong gradient with no error, where the same write through `.detach()` or under `no_grad` raises;
 # - that changing a leaf *before* it is used is harmless, and *after* it is used is not;
-# - which tool is for what today: `torch.no_grad()` and `torch.inference_mode()`, `.detach()`, and why `.data` is never the answer;
-# - what the legacy idioms of old repositories do on your PyTorch: `Variable`, `volatile=True`, `loss.data[0]`, `.item()`, `float(loss)`, `.data.cpu().numpy()`;
-# - why `total_loss += loss` keeps every step's graph alive, measured and plotted.
+# - which tool is for what today: `torch.no_grad()` and `torch.inference_mode()`, `.detach()`, and why `.data` is never the answer.
 #
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+#
+# Part 2 is `03b_data_vs_detach` (sections 6–7: the legacy idioms of old repositories, and why `total_loss += loss` keeps every step's graph alive).
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 
@@ -61,7 +61,7 @@ for name, view in {"out.data": via_data, "out.detach()": via_detach}.items():
 # %% [markdown]
 # ## 2. The one difference: the version counter
 #
-# `out.detach()` shares the version counter of `out`, as a view does (notebook 02, section 2).
+# `out.detach()` shares the version counter of `out`, as a view does (notebook 02a, section 2).
 # `out.data` gets a counter of its own.
 # So a write through `.detach()` moves `out._version`; a write through `.data` does not.
 
@@ -86,7 +86,7 @@ assert out._version == via_detach._version == 1  # the detach write was counted 
 assert via_data._version == 1  # the data write moved only .data's own counter
 
 # %% [markdown]
-# Autograd decides whether a saved tensor is still valid by its version alone (with no saved-tensor hooks on: notebook 02, section 5).
+# Autograd decides whether a saved tensor is still valid by its version alone (with no saved-tensor hooks on: notebook 02a, section 5).
 # That one difference decides whether a bad write is a loud error or a silent wrong gradient.
 
 # %% [markdown]
@@ -154,7 +154,7 @@ assert torch.allclose(a.grad, true_grad)
 # %% [markdown]
 # This check is what PyTorch's promise rests on ([In-place correctness checks](https://docs.pytorch.org/docs/stable/autograd.html#in-place-correctness-checks)): "if you're using in-place functions and not seeing any errors, you can be sure that the computed gradients are correct".
 # For a tensor some node saved (with no saved-tensor hooks on), it holds for every write that moves its counter, and for no other: `.data` and numpy write the same memory without moving it, and step outside the promise.
-# Here is the same zeroing made four ways, three of them on the saved `out` and one on a copy (notebook 02, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
+# Here is the same zeroing made four ways, three of them on the saved `out` and one on a copy (notebook 02a, section 5 shows a fifth: a `torch.from_numpy` alias, which moves its own counter, not the saved one's).
 
 
 # %%
@@ -232,7 +232,7 @@ draw(loss_data, names={"a": a, "out": out_data})
 # %% [markdown]
 # ## 4. Changing a leaf: before it is used, and after
 #
-# A leaf that requires grad refuses in-place writes (notebook 02), so old posts change its values through `.data`, `.detach()` or under `torch.no_grad()`.
+# A leaf that requires grad refuses in-place writes (notebook 02a, section 3), so old posts change its values through `.data`, `.detach()` or under `torch.no_grad()`.
 # *Before* the leaf is used, all three are harmless.
 # Here is an older post's example: set `a` to 10 everywhere, then `loss = mean(a²)`.
 # By hand, $\partial\,\text{loss} / \partial a_i = 2 a_i / 4 = a_i / 2 = 5$.
@@ -295,8 +295,8 @@ assert outcome == {
 
 # %% [markdown]
 # Each of those outcomes comes from `MulBackward0` having saved `a`.
-# When no node saved a tensor sharing its version counter (notebook 02, section 5), a write after use is harmless whichever way, counted or not.
-# `a.sum()` saves nothing (notebook 02, section 5): by hand its gradient is 1 for every element, whatever `a` holds.
+# When no node saved a tensor sharing its version counter (notebook 02a, section 5), a write after use is harmless whichever way, counted or not.
+# `a.sum()` saves nothing (notebook 02a, section 5): by hand its gradient is 1 for every element, whatever `a` holds.
 
 # %%
 for how in [".data", ".detach()", "no_grad", "numpy"]:
@@ -359,7 +359,7 @@ assert array.ctypes.data == a.data_ptr()
 #
 # For each, predict what `loss.backward()` does: `"raises"` (a `RuntimeError`), `"wrong"` (no error, but `w.grad` differs from the gradient of `loss` at the values the forward pass used), or `"correct"`.
 # Return them from `predict_outcomes()` as a dict, for example `{"A": "correct", "B": "correct", ...}` with the six keys `"A"` to `"F"`.
-# Ask of each write: did it happen before or after the use, does autograd see it (section 2), and did any node save the tensor it wrote (notebook 02, section 5)?
+# Ask of each write: did it happen before or after the use, does autograd see it (section 2), and did any node save the tensor it wrote (notebook 02a, section 5)?
 # Nothing in this notebook runs the six snippets for you: predict them.
 # The visible test checks the form of your answer and snippet B, which section 4 shows.
 # The grader runs all six in its own process and compares.
@@ -513,8 +513,8 @@ assert torch.allclose(w.detach(), torch.full((2,), 0.8)) and w._version == 1 and
 assert evaluated.grad_fn is None and not evaluated.requires_grad
 
 # %% [markdown]
-# Without `torch.no_grad()`, `w -= 0.1 * w.grad` is refused: `w` is a leaf that requires grad (notebook 02, section 3).
-# `w = w - 0.1 * w.grad` runs, but it records the subtraction and rebinds the name `w` to its result, a non-leaf (notebook 01, section 4).
+# Without `torch.no_grad()`, `w -= 0.1 * w.grad` is refused: `w` is a leaf that requires grad (notebook 02a, section 3).
+# `w = w - 0.1 * w.grad` runs, but it records the subtraction and rebinds the name `w` to its result, a non-leaf (notebook 01a, section 4).
 # The next `backward()` then fills the `.grad` of the old leaf, and the new `w.grad` stays `None`.
 
 # %%
@@ -551,7 +551,7 @@ assert output.grad_fn is None
 # %% [markdown]
 # **`torch.inference_mode()`** is `no_grad` made stricter for pure inference: the tensors its ops create inside it (views of other tensors aside) do not even keep a version counter.
 # The price, for these *inference tensors*: autograd cannot save one for backward, and it cannot be changed in place outside inference mode.
-# Where no node needs to save it, it can still enter a graph: `w + features` saves nothing (notebook 02, section 5), and `w.grad` comes out right.
+# Where no node needs to save it, it can still enter a graph: `w + features` saves nothing (notebook 02a, section 5), and `w.grad` comes out right.
 # By hand, $\partial \sum (w + f) / \partial w = 1$, and $\partial \sum w f / \partial w = f = 3$.
 
 # %%
@@ -596,3 +596,14 @@ assert x.grad.item() == 3.0
 # | evaluate, no gradients needed | `with torch.no_grad():` or `torch.inference_mode()` (plus `model.eval()` for dropout and batch norm) |
 # | log a value, use a value as a constant | `.detach()` (or `.item()` for one number) |
 # | anything | never `.data` |
+
+# %% [markdown]
+# ## Summary of part 1
+#
+# - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
+# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds for a saved tensor only when every write to it moves its counter.
+# - Before a leaf is used, changing it is harmless whichever way; a tensor that the node making it saved (the output of `exp`, notebook 02a section 5) counts as used from the start. After use, it depends on whether a node saved it or a tensor sharing its counter: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
+# - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
+# - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.
+#
+# Part 2, `03b_data_vs_detach`, goes on with section 6 (the legacy idioms of old repositories) and section 7 (`total_loss += loss`), and Exercises 2–4.

@@ -1,16 +1,12 @@
 # %% [markdown]
-# # 03 · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate
+# # 03b · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate (part 2 of 2)
 #
-# Notebook 02 showed (sections 5, 7 and 8) that a write through `.data` moves no version counter, so autograd cannot see it.
-# This notebook is about that gap: writes autograd cannot see, where PyTorch gives no error at all and the gradient is silently wrong.
+# This continues `03a_data_vs_detach` (sections 1–5: what `.data` and `.detach()` share and the version counter they do not, the writes autograd cannot see, and which tool to use today).
+# Sections and exercises keep their numbers, so this part starts at section 6 and Exercise 2.
 # The older posts it quotes are the Chinese blog posts and notebooks this course started from.
 #
 # **What you will learn**
 #
-# - what `.data` and `.detach()` have in common (memory, no `requires_grad`, no history), and the one thing that differs: the version counter;
-# - why a write through `.data` (or numpy) gives a wrong gradient with no error, where the same write through `.detach()` or under `no_grad` raises;
-# - that changing a leaf *before* it is used is harmless, and *after* it is used is not;
-# - which tool is for what today: `torch.no_grad()` and `torch.inference_mode()`, `.detach()`, and why `.data` is never the answer;
 # - what the legacy idioms of old repositories do on your PyTorch: `Variable`, `volatile=True`, `loss.data[0]`, `.item()`, `float(loss)`, `.data.cpu().numpy()`;
 # - why `total_loss += loss` keeps every step's graph alive, measured and plotted.
 #
@@ -133,7 +129,7 @@ assert w.tolist() == [1.0, 2.0, 3.0]
 
 # %% [markdown]
 # `float(loss)` gives the same number, but on torch 2.13 it warns when `loss` requires grad.
-# PyTorch gives that warning once per process, so a notebook that converted a tensor earlier would show nothing: this cell asks for it every time with `torch.set_warn_always(True)` (as notebook 04 does).
+# PyTorch gives that warning once per process, so a notebook that converted a tensor earlier would show nothing: this cell asks for it every time with `torch.set_warn_always(True)` (as notebook 04a does).
 # `.item()`, or `float(loss.detach())`, says that you meant to leave the graph.
 
 # %%
@@ -155,8 +151,8 @@ assert value == 14.0 and detached == 14.0 and not quiet
 # ### `.data.cpu().numpy()` vs `.detach().cpu().numpy()`
 # Both give the same values and neither builds a graph.
 # On the CPU, `.cpu()` returns the tensor itself, so both arrays share the tensor's memory; on a GPU, `.cpu()` copies (this cell checks that too when a GPU is present).
-# A write into the array is a numpy write, invisible to autograd (section 4), whichever way you got it.
-# So prefer `.detach().cpu().numpy()` (or `t.numpy(force=True)`, which does the same) for the reason of section 2, and `.item()` or `.tolist()` when you only log numbers.
+# A write into the array is a numpy write, invisible to autograd (section 4, in `03a_data_vs_detach`), whichever way you got it.
+# So prefer `.detach().cpu().numpy()` (or `t.numpy(force=True)`, which does the same) for the reason of section 2 (in `03a_data_vs_detach`), and `.item()` or `.tolist()` when you only log numbers.
 
 # %%
 for device in devices():
@@ -290,7 +286,7 @@ assert not lint_source("legacy = Variable(torch.ones(3))")  # this cell alone: n
 # For `logits = [2, -1, 0.5]` and `targets = [1, 0, 0]`: `probs ≈ [0.8808, 0.2689, 0.6225]`, `loss ≈ 0.1580`, `logits.grad ≈ [-0.0083, 0.0353, 0.0975]` and `predictions = [1, 0, 1]`.
 # The tests run this example with float32 logits and targets, and with float64 logits and float32 targets (the predictions are then float64).
 # The tests call `loss.backward()` and compare `logits.grad` with that formula.
-# A tempting shortcut is to round `probs` in place to get the predictions: section 3 shows what that does, with and without `.data`.
+# A tempting shortcut is to round `probs` in place to get the predictions: section 3 (in `03a_data_vs_detach`) shows what that does, with and without `.data`.
 # Leave `logits` and `targets` as they were.
 # The tests also call your function on the course's stand-in for a GPU: tensors on a device named `gpu`, with values, that refuse to be mixed with CPU tensors where CUDA refuses.
 
@@ -554,7 +550,7 @@ with (
 # The model is the caller's: leave its layers, their settings (a dropout's `p`) and its parameters as you found them; it may stay in evaluation mode, as after the original, or go back to the mode it was in.
 # For `nn.Linear(1, 1)` with weight 2 and bias 0, and the one batch `x = [[1], [2]]`, `y = [[1], [1]]`: the outputs are `[2, 4]` and the result is `(1 + 9) / 2 = 5.0`.
 # With a dropout after that line, `nn.Sequential(line, nn.Dropout(0.5))`, and two batches of different sizes, `x = [[1], [2]]`, `y = [[0], [1]]` then `x = [[0]]`, `y = [[1]]`: in evaluation mode the dropout passes the outputs `[2, 4]` and `[0]` through, the batches' losses are `(2² + 3²) / 2 = 6.5` and `1`, and the result is `(6.5 + 1) / 2 = 3.75`, the mean over batches (not over the three samples); the tests run it in float32 and float64.
-# Section 5 says which switch turns autograd off, and which one does not.
+# Section 5 (in `03a_data_vs_detach`) says which switch turns autograd off, and which one does not.
 # Leave `batches` as they were.
 # The tests also run `evaluate` on the course's stand-in for a GPU (a device named `gpu`, with values, that refuses CPU tensors where CUDA does), with the model and the batches there.
 
@@ -1290,10 +1286,6 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # %% [markdown]
 # ## Summary
 #
-# - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
-# - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds for a saved tensor only when every write to it moves its counter.
-# - Before a leaf is used, changing it is harmless whichever way; a tensor that the node making it saved (the output of `exp`, notebook 02 section 5) counts as used from the start. After use, it depends on whether a node saved it or a tensor sharing its counter: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
-# - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
-# - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.
+# - Part 1 (`03a_data_vs_detach`): `.detach()` shares the version counter and `.data` does not, so a write through `.data` to a tensor autograd saved gives a wrong gradient with no error; today, `torch.no_grad()` and `.detach()`, never `.data`.
 # - Legacy: `Variable(t)` returns `t.detach()`, a plain tensor; `volatile=True` warns and does nothing; `loss.data[0]` raises, use `loss.item()` (`tolist()` for many values); `float(loss)` warns when `loss` requires grad; prefer `.detach().cpu().numpy()` to `.data.cpu().numpy()`.
 # - `total_loss += loss` chains every step's graph to the next; in an evaluation loop without `no_grad` it keeps every step's activations too. Accumulate `loss.item()` or `loss.detach()`.

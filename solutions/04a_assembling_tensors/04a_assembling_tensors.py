@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 04 · Assembling a tensor from pieces that need gradients
+# # 04a · Assembling a tensor from pieces that need gradients (part 1 of 2)
 #
 # You often compute a few numbers separately (a ratio, a softplus, an angle's cosine) and need them side by side in one tensor, to feed a network or build a matrix.
 # There are three ways to write that, and only some of them keep the gradient.
@@ -10,14 +10,14 @@
 # - that filling a fresh buffer by index (`A = torch.zeros(5); A[0] = ...`) works, and gives exactly the gradient of `torch.stack`;
 # - why the same fill-in breaks in a real modelling pattern (learnable `R1`, `R2` and their ratio `k`), which saved tensor it overwrites, and how `diagnose` names the line;
 # - why the popular "fix" with `.detach()` runs but learns the wrong thing;
-# - the real rule for when a fill-in is safe, instead of "never fill in";
-# - how to build on the input's device and dtype (`new_zeros`, `zeros_like`, `stack`), and what integer tensors do to the dtype;
-# - what a fill-in costs compared with `stack`, measured on this machine.
+# - the real rule for when a fill-in is safe, instead of "never fill in".
 #
 # *The seed* below is the older Chinese blog post this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
+#
+# Part 2 is `04b_assembling_tensors` (sections 6–7: building on the right device and dtype, and what a fill-in costs).
 
 # %% nbgrader={"grade_id": "setup", "locked": true}
 import warnings
@@ -353,7 +353,7 @@ assert not torch.allclose(models["stack"].paramn_.grad, weight[:2])
 # That is the symptom; here is the mechanism.
 #
 # - `param = paramn * (...) + ...` is a new tensor.
-# - `param[0]` and `param[1]` are *views* of `param`: same memory, and the *same version counter* (notebook 02, section 2).
+# - `param[0]` and `param[1]` are *views* of `param`: same memory, and the *same version counter* (notebook 02a, section 2).
 # - `param[0] / param[1]` is recorded as `DivBackward0`, which saves both operands (the gradient of `x / y` needs `y` for `x`, and `x` and `y` for `y`).
 #   They are saved at version 0.
 # - `param[2] = ...` writes into `param`: its version goes to 1, and with it the version of every view, including the two that `DivBackward0` saved.
@@ -435,12 +435,12 @@ assert first.grad_fn.name().startswith("AsStrided") and first._version == 1
 #
 # The seed concludes: "when learnable parameters are combined, you cannot fill in, you can only use cat/stack".
 # That overgeneralises.
-# A fill-in is an in-place write, and notebook 02's rule applies unchanged:
-# **a write is refused at `backward()` (with no saved-tensor hooks on: notebook 02, section 5) when a node that this `backward()` runs through, recorded before the write, saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
+# A fill-in is an in-place write, and notebook 02a's rule applies unchanged:
+# **a write is refused at `backward()` (with no saved-tensor hooks on: notebook 02a, section 5) when a node that this `backward()` runs through, recorded before the write, saved a tensor that shares the written tensor's version counter: the tensor itself, its base or another view of that base, or a `.detach()` of one of them** (and a leaf that requires grad refuses writes at once).
 # Whether the pieces "combine" parameters does not matter; whether an op *saved the buffer* does.
 #
 # Each line below starts from `p = [1.5, 3.5]` (leaf) and builds `out`; the table shows what `diagnose` finds and what `backward()` does.
-# Before running the cell, predict each line with the rule (notebook 02's table of what each op saves helps).
+# Before running the cell, predict each line with the rule (notebook 02a's table of what each op saves, in section 5, helps).
 
 # %%
 FILL_INS = {
@@ -491,7 +491,7 @@ assert safe == [
 # - **pieces from p**: the division reads `p`, not the buffer; the buffer is saved by no one. Safe, even though it "combines" parameters. This is the fix closest to the seed's code: compute `k` from the parameters, not from the tensor you are filling.
 # - **entry from entries, /** and **entry from entry, \*\*2**: the op reads entries of the buffer *and saves them*; the write bumps the shared counter. Refused.
 # - **entry from entries, +**: addition saves nothing (its gradient is 1 whatever the values), so there is nothing to go stale. Safe.
-# - **entry from entry, exp**: `exp` saves its *output*, a new tensor, not its input. Safe (notebook 02, section 5).
+# - **entry from entry, exp**: `exp` saves its *output*, a new tensor, not its input. Safe (notebook 02a, section 5).
 # - **compute k, then clone**: the division saved views of the old tensor; the write goes into the clone, which has its own counter. Safe.
 # - **write after use**: `buf * buf` saved `buf`; any later write to `buf`, wherever it lands, is refused.
 # - **buffer is a leaf**: `requires_grad=True` on the buffer makes it a leaf that requires grad, and those refuse in-place writes at once.
@@ -656,7 +656,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 #
 # The result must carry the gradient through `k` to both `R1n` and `R2n` (not the detach fix), and it must be on `paramn_`'s device with `paramn_`'s dtype (float32 or float64).
 # Leave `paramn_`, `param_max` and `param_min` as they were: `param_max.to(dtype)` is `param_max` itself when its dtype is already `dtype`, so write only into tensors of your own.
-# The tests also run your function on the course's stand-in for a GPU (section 6 shows it), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
+# The tests also run your function on the course's stand-in for a GPU (section 6, in `04b_assembling_tensors`, shows it), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
 # Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
 # The tests run the example in float32 and float64, with the seed's integer bounds and with the same bounds as floats of `paramn_`'s dtype.
 
@@ -867,3 +867,14 @@ def judge(seen, case):
 ### END JUDGE
 probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary of part 1
+#
+# - `torch.tensor([...])` of tensors (and anything through `.item()` or `float()`) builds data, not graph: the error waits for `backward()`, and `requires_grad=True` turns it into a silent loss.
+# - A fill-in into a fresh buffer is a chain of `CopySlices` nodes, and its gradient is exactly `stack`'s.
+# - A fill-in fails when an op that *saved* the buffer (or a view of it: views share the counter) ran before the write, as `param[2] = param[0] / param[1]` does; `diagnose` under `track_inplace()` names the node, the saved operands and the line, where the error names an `AsStrided` record.
+# - The detach fix runs and gives the same forward pass, but drops every gradient through the detached branch.
+# - The rule is not "never fill in" but "never write to what a node saved"; `torch.stack`/`torch.cat` follow it by construction.
+#
+# Part 2, `04b_assembling_tensors`, goes on with section 6 (building on the right device and dtype) and section 7 (what a fill-in costs), and Exercises 3–4.

@@ -1,16 +1,11 @@
 # %% [markdown]
-# # 04 · Assembling a tensor from pieces that need gradients
+# # 04b · Assembling a tensor from pieces that need gradients (part 2 of 2)
 #
-# You often compute a few numbers separately (a ratio, a softplus, an angle's cosine) and need them side by side in one tensor, to feed a network or build a matrix.
-# There are three ways to write that, and only some of them keep the gradient.
+# This continues `04a_assembling_tensors` (sections 1–5: why `torch.tensor([...])` cuts the graph, when a fill-in into a buffer works and when it fails, and the rule for a safe fill-in).
+# Sections and exercises keep their numbers, so this part starts at section 6 and Exercise 3.
 #
 # **What you will learn**
 #
-# - why `torch.tensor([a0, a1, ...])` of tensors that need gradients cuts the graph, and what torch says while it does it;
-# - that filling a fresh buffer by index (`A = torch.zeros(5); A[0] = ...`) works, and gives exactly the gradient of `torch.stack`;
-# - why the same fill-in breaks in a real modelling pattern (learnable `R1`, `R2` and their ratio `k`), which saved tensor it overwrites, and how `diagnose` names the line;
-# - why the popular "fix" with `.detach()` runs but learns the wrong thing;
-# - the real rule for when a fill-in is safe, instead of "never fill in";
 # - how to build on the input's device and dtype (`new_zeros`, `zeros_like`, `stack`), and what integer tensors do to the dtype;
 # - what a fill-in costs compared with `stack`, measured on this machine.
 #
@@ -158,7 +153,7 @@ with expect_error(RuntimeError, match="same device"):
 # Example: `x = [1, 2]`, `degree = 2` gives `[[1, 1, 1], [1, 2, 4]]`, and the gradient of its sum with respect to `x` is, by hand, `Σ_j j·x^(j-1)` per entry: `[0 + 1 + 2, 0 + 1 + 4] = [3, 5]`.
 # The result must be differentiable with respect to `x`, on `x`'s device and with `x`'s dtype; leave `x` as it was (its values, `requires_grad` and version).
 # The tests run it on the GPU stand-in too: a column of ones made with `torch.ones(n)` and no `device=`, stacked or concatenated with columns on `x`'s device, fails there, as it would on a GPU (section 6).
-# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 it is itself assembled by fill-ins that section 5's rule refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
+# `torch.vander(x, degree + 1, increasing=True)` gives the right values, but on torch 2.13 it is itself assembled by fill-ins that section 5's rule (in `04a_assembling_tensors`) refuses: its `backward()` raises (the cell below shows it), so it is not an answer.
 
 # %%
 x_try = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -445,7 +440,7 @@ with expect_error(RuntimeError, match="modified by an inplace operation"):
 #
 # Write `pose_matrix(theta, t)`, a repaired version: the same matrix, differentiable with respect to `theta` and `t`, on `theta`'s device and with `theta`'s dtype (`t` has the same device and dtype).
 # Example: `theta = π/2`, `t = [1, 2]` gives `[[0, -1, -2], [1, 0, 1], [0, 0, 1]]`; by hand, the gradient of its sum is `-5` for `theta` and `[1, -1]` for `t`.
-# Any assembly that follows the rule of section 5 is fine; the tests run your function on the GPU stand-in too.
+# Any assembly that follows the rule of section 5 (in `04a_assembling_tensors`) is fine; the tests run your function on the GPU stand-in too.
 # Leave `theta` and `t` as they were.
 
 
@@ -659,10 +654,6 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 # %% [markdown]
 # ## Summary
 #
-# - `torch.tensor([...])` of tensors (and anything through `.item()` or `float()`) builds data, not graph: the error waits for `backward()`, and `requires_grad=True` turns it into a silent loss.
-# - A fill-in into a fresh buffer is a chain of `CopySlices` nodes, and its gradient is exactly `stack`'s.
-# - A fill-in fails when an op that *saved* the buffer (or a view of it: views share the counter) ran before the write, as `param[2] = param[0] / param[1]` does; `diagnose` under `track_inplace()` names the node, the saved operands and the line, where the error names an `AsStrided` record.
-# - The detach fix runs and gives the same forward pass, but drops every gradient through the detached branch.
-# - The rule is not "never fill in" but "never write to what a node saved"; `torch.stack`/`torch.cat` follow it by construction.
+# - Part 1 (`04a_assembling_tensors`): the rule is not "never fill in" but "never write to what a node saved"; `torch.stack`/`torch.cat` follow it by construction.
 # - Build on the pieces' device and dtype: `new_zeros`, `zeros_like` (of the right tensor), or `stack`/`cat`; register constant tensors as buffers so that `.to()` moves them.
 # - A fill-in records one node per piece; when the pieces are one operation on every entry, vectorise instead of assembling.
