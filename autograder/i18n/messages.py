@@ -50,13 +50,13 @@ VALUE_TEMPLATES = (
     "on the CPU",
     "on the GPU stand-in",
     # 06's triage (q4): why each broken script has the cause it has.
-    "backward() with no argument needs a loss of one value (section 1)",
+    "backward() with no argument needs a loss of one value (section 1, in 06a)",
     "requires_grad_() on the loss makes a new leaf, and the cut that caused the error is still "
-    "there (section 2)",
+    "there (section 2, in 06a)",
     "the state carries the previous batch's freed graph (section 6)",
-    "a tensor kept as a plain attribute is not moved by .to() (section 5)",
-    "backward() adds to .grad, so each step carries every earlier gradient (section 4)",
-    "a parameter the loss does not use gets no gradient (section 3)",
+    "a tensor kept as a plain attribute is not moved by .to() (section 5, in 06a)",
+    "backward() adds to .grad, so each step carries every earlier gradient (section 4, in 06a)",
+    "a parameter the loss does not use gets no gradient (section 3, in 06a)",
     "sqrt's backward is infinite at 0, and the pow node two steps later turns it into NaN "
     "(section 7)",
     # 04's prediction (q1): why a snippet whose answer is "ok" runs.

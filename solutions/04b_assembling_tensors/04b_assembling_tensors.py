@@ -29,6 +29,7 @@ from autograd_pitfalls import (
     assert_inputs_left_alone,
     devices,
     diagnose,
+    draw,
     expect_error,
     explain,
     on_gpu,
@@ -386,6 +387,20 @@ assert (
 )  # per piece: CopySlices, MulBackward0, SelectBackward0
 assert count_nodes(by_stack(x)) == 2 * n + 2  # per piece: MulBackward0, SelectBackward0; + Stack
 assert count_nodes(vectorised(x)) == 2
+
+# %% [markdown]
+# Drawn for three pieces, the fill-in is a chain: each write adds a `CopySlices` node above the previous one, and each piece hangs below its own (`saved=()` leaves the saved tensors out).
+
+# %% nbgrader={"grade_id": "demo-fill-in-chain", "locked": true} tags=["grading-skip"]
+three = torch.rand(3, requires_grad=True)
+chain = three.new_zeros(3)
+for i in range(3):
+    chain[i] = three[i] * 2
+copies, node = 0, chain.grad_fn
+while node is not None and "CopySlices" in node.name():
+    copies, node = copies + 1, node.next_functions[0][0]  # down to the previous write
+assert copies == 3
+draw(chain, names={"three": three, "chain": chain}, saved=())
 
 # %% [markdown]
 # The node counts are exact and the same on every machine.

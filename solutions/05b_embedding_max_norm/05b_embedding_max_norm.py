@@ -810,7 +810,7 @@ assert isinstance(choices, dict) and set(choices) == {"A", "B", "C", "D"}, (
 assert set(choices.values()) <= options, f"each choice should be one of {sorted(options)}"
 assert choices["A"] == "reorder", (
     "A: with max_norm kept on the lookup, only the reorder gives the rescaled rows without a "
-    "copy (section 3). " + explain("embedding-renorm-in-forward")
+    "copy (section 3, in 05a). " + explain("embedding-renorm-in-forward")
 )
 
 
@@ -842,21 +842,21 @@ def judge(seen, case):
     assert set(choices.values()) <= options, f"each choice should be one of {sorted(options)}"
     assert choices["A"] == "reorder", (
         "A: with max_norm kept on the lookup, only the reorder gives the rescaled rows without a "
-        "copy (section 3). " + explain("embedding-renorm-in-forward")
+        "copy (section 3, in 05a). " + explain("embedding-renorm-in-forward")
     )
     assert choices["B"] == "clone", (
         "B: the values before the rescaling are only kept by a copy made before the lookup, "
-        "and a copy made after .detach() sends no gradient to the weight (section 3). "
+        "and a copy made after .detach() sends no gradient to the weight (section 3, in 05a). "
         + explain("embedding-renorm-in-forward")
     )
     assert choices["C"] == "renorm_first", (
         "C: you cannot move the library's use, so rescale before it and keep max_norm out of "
-        "the lookup (section 3). " + explain("embedding-renorm-in-forward")
+        "the lookup (section 3, in 05a). " + explain("embedding-renorm-in-forward")
     )
     assert choices["D"] == "detach_clone", (
         "D: .detach() shares the weight's version counter and is still saved for the hidden "
         "state's gradient, so backward() still fails; no_grad cuts the hidden state's gradient "
-        "too; clone() sends a gradient to the embedding (section 3). "
+        "too; clone() sends a gradient to the embedding (section 3, in 05a). "
         + explain("embedding-renorm-in-forward")
     )
 

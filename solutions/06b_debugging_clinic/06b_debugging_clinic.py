@@ -881,7 +881,7 @@ assert isinstance(causes, dict) and set(causes) == set("ABCDEFG"), (
 )
 assert set(causes.values()) <= options, f"each cause should be one of {sorted(options)}"
 assert causes["A"] == "loss_not_reduced", (
-    "A: backward() with no argument needs a loss of one value (section 1). "
+    "A: backward() with no argument needs a loss of one value (section 1, in 06a). "
     + explain("loss-not-reduced")
 )
 
@@ -916,12 +916,12 @@ def judge(seen, case):
         all(isinstance(cause, str) for cause in causes.values()) and set(causes.values()) <= options
     ), f"each cause should be one of {sorted(options)}"
     reasons = {
-        "A": ("loss_not_reduced", "backward() with no argument needs a loss of one value (section 1)", "loss-not-reduced"),
-        "B": ("graph_cut", "requires_grad_() on the loss makes a new leaf, and the cut that caused the error is still there (section 2)", "grad-never-reached"),
+        "A": ("loss_not_reduced", "backward() with no argument needs a loss of one value (section 1, in 06a)", "loss-not-reduced"),
+        "B": ("graph_cut", "requires_grad_() on the loss makes a new leaf, and the cut that caused the error is still there (section 2, in 06a)", "grad-never-reached"),
         "C": ("hidden_state_carried", "the state carries the previous batch's freed graph (section 6)", "hidden-state-carried"),
-        "D": ("unregistered_tensor", "a tensor kept as a plain attribute is not moved by .to() (section 5)", "module-state-unregistered"),
-        "E": ("gradients_accumulate", "backward() adds to .grad, so each step carries every earlier gradient (section 4)", "grad-accumulates"),
-        "F": ("parameter_not_reached", "a parameter the loss does not use gets no gradient (section 3)", "grad-never-reached"),
+        "D": ("unregistered_tensor", "a tensor kept as a plain attribute is not moved by .to() (section 5, in 06a)", "module-state-unregistered"),
+        "E": ("gradients_accumulate", "backward() adds to .grad, so each step carries every earlier gradient (section 4, in 06a)", "grad-accumulates"),
+        "F": ("parameter_not_reached", "a parameter the loss does not use gets no gradient (section 3, in 06a)", "grad-never-reached"),
         "G": ("sqrt_at_zero", "sqrt's backward is infinite at 0, and the pow node two steps later turns it into NaN (section 7)", None),
     }  # fmt: skip
     for key, (cause, why, pitfall) in reasons.items():
