@@ -6,7 +6,7 @@ an answer: every demonstration cell passes and only the graded test cells fail w
 "Exercise not answered yet" (``tests/test_notebooks.py`` holds that). So no solution is in
 the process that makes the outputs, and nothing after an unanswered exercise breaks.
 
-Executing the six notebooks takes about half a minute; the result is kept under
+Executing the twelve notebooks takes about half a minute; the result is kept under
 ``build/site-cache/`` in a file named by a hash of everything its outputs depend on (the
 notebook, the course's helper package, the versions of torch and graphviz), so a rebuild
 of an unchanged course runs nothing, and any change to those runs it again.

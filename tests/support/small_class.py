@@ -21,6 +21,11 @@ def expected_scores(assignment: str) -> dict[str, dict[str, str]]:
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
+def full_marks(assignment: str) -> float:
+    """The points of ``assignment``'s perfect sample submission: every point there is."""
+    return float(expected_scores(assignment)["perfect"]["score"])
+
+
 def copy_small_class(folder: Path, assignment: str, size: int) -> list[str]:
     """Copies ``size`` students into ``folder``: perfect, blank, then wrong answers.
 
