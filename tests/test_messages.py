@@ -112,7 +112,7 @@ def test_value_templates_are_in_the_sources_and_render_inside_their_message():
     assert moved == "没有任何参数发生变化（在 GPU 替身上）。"
     triage = "B: " + messages.VALUE_TEMPLATES[3] + ". "
     said = translate(triage, "zh-CN")
-    assert said.startswith("B：对损失调用 requires_grad_()") and said.endswith("（第 2 节）。")
+    assert said.startswith("B：对损失调用 requires_grad_()") and said.endswith("（06a 第 2 节）。")
 
 
 def test_04s_prediction_feedback_is_whole_in_chinese_for_a_snippet_that_raises_or_runs():

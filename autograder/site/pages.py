@@ -25,7 +25,7 @@ LESSONS = "lessons"  # the folder of lesson pages in an edition's site
 DOWNLOADS = "downloads"  # the folder of student notebooks in the staged sources
 COLAB = "https://colab.research.google.com/github"
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-_LESSON_NAME = re.compile(r"`(\d\d_[a-z0-9_]+)`")
+_LESSON_NAME = re.compile(r"`(\d\d[a-z]?_[a-z0-9_]+)`")  # `02a_version_counter`, a lesson's part
 # What the README says about the site itself (a link to it, how to build it): not on it.
 _NOT_ON_THE_SITE = re.compile(r"<!-- not on the site\b.*?<!-- end of not on the site -->", re.S)
 
