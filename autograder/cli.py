@@ -150,7 +150,7 @@ def _check_notebooks(
             # A lesson the course now splits into parts: `make lab` carried its answers there.
             say(
                 f"{notebook.name}: not checked: the course splits this lesson into "
-                f"{', '.join(parts)} (`make lab` copied your answers into them); check those"
+                f"{', '.join(parts)} (`make lab` copies your answers into them); check those"
             )
         elif (
             setting_on
@@ -219,10 +219,10 @@ def _add_assignment(
         command.add_argument(
             "assignment",
             nargs="+",
-            help="assignment ids, for example 01_leaf_tensors (several: one after the other)",
+            help="assignment ids, for example 01a_leaf_tensors (several: one after the other)",
         )
         return
-    command.add_argument("assignment", help="assignment id, for example 01_leaf_tensors")
+    command.add_argument("assignment", help="assignment id, for example 01a_leaf_tensors")
     if submissions:
         command.add_argument(
             "submissions", help="folder with one subfolder, notebook or zip per student"

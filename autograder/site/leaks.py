@@ -56,7 +56,7 @@ MIN_CHARACTERS = 6
 # Solution lines that a demonstration of the student notebook prints, and where.
 TAUGHT = {
     "total_loss += loss.item()": (
-        "03_data_vs_detach, section 6: a demonstration prints the four ways to add a loss "
+        "03b_data_vs_detach, section 6: a demonstration prints the four ways to add a loss "
         "to a total, and which keeps a graph"
     ),
 }
@@ -200,7 +200,7 @@ class Leak:
     Attributes:
         file: The file, relative to the site's folder.
         secret: What was found.
-        origin: Where the secret comes from (``01_leaf_tensors.py:212``, ``marker``, ``path``).
+        origin: Where the secret comes from (``01a_leaf_tensors.py:212``, ``marker``, ``path``).
     """
 
     file: str

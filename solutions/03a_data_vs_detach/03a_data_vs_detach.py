@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 03a · `.data` vs `.detach()` vs `no_grad`, and the legacy idioms that still circulate (part 1 of 2)
+# # 03a · `.data` vs `.detach()` vs `no_grad` (part 1 of 2)
 #
 # Notebooks 02a (section 5) and 02b (sections 7 and 8) showed that a write through `.data` moves no version counter, so autograd cannot see it.
 # This notebook is about that gap: writes autograd cannot see, where PyTorch gives no error at all and the gradient is silently wrong.
@@ -598,7 +598,7 @@ assert x.grad.item() == 3.0
 # | anything | never `.data` |
 
 # %% [markdown]
-# ## Summary of part 1
+# ## Summary
 #
 # - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
 # - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds for a saved tensor only when every write to it moves its counter.

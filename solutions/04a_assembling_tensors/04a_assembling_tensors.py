@@ -656,7 +656,7 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 #
 # The result must carry the gradient through `k` to both `R1n` and `R2n` (not the detach fix), and it must be on `paramn_`'s device with `paramn_`'s dtype (float32 or float64).
 # Leave `paramn_`, `param_max` and `param_min` as they were: `param_max.to(dtype)` is `param_max` itself when its dtype is already `dtype`, so write only into tensors of your own.
-# The tests also run your function on the course's stand-in for a GPU (section 6, in `04b_assembling_tensors`, shows it), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
+# The tests also run your function on the course's stand-in for a GPU (notebook 01b, section 6, shows it; section 6, in `04b_assembling_tensors`, uses it again), so a buffer made with `torch.zeros(3)` and no `device=` fails, as it would on a GPU: note that the seed's own "correct example" still builds such a buffer.
 # Example: `paramn_ = [0.5, 0.75]` with the seed's bounds gives `R1 = 1.5`, `R2 = 3.5`, `k = 3/7`, so features `≈ [0.5, 0.75, 0.2143]`, and the gradient of their sum is `[1 + 1/7, 1 - 1.5/3.5²] ≈ [1.1429, 0.8776]`.
 # The tests run the example in float32 and float64, with the seed's integer bounds and with the same bounds as floats of `paramn_`'s dtype.
 
@@ -869,7 +869,7 @@ probe_and_judge("q2", hidden_cases, observe, judge)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Summary of part 1
+# ## Summary
 #
 # - `torch.tensor([...])` of tensors (and anything through `.item()` or `float()`) builds data, not graph: the error waits for `backward()`, and `requires_grad=True` turns it into a silent loss.
 # - A fill-in into a fresh buffer is a chain of `CopySlices` nodes, and its gradient is exactly `stack`'s.

@@ -9,7 +9,7 @@
 # - how to build on the input's device and dtype (`new_zeros`, `zeros_like`, `stack`), and what integer tensors do to the dtype;
 # - what a fill-in costs compared with `stack`, measured on this machine.
 #
-# *The seed* below is the older Chinese blog post this notebook grew from: its code is reused, its words are quoted, and where it is wrong on today's PyTorch the notebook says so and shows what happens.
+# *The seed* is the older Chinese blog post this lesson grew from; its model is in section 3 (in `04a_assembling_tensors`). This part comes back to its integer bounds and its `torch.zeros([3])` buffer, and shows what they do on today's PyTorch.
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
 # The code next to each claim prints it or checks it with `assert`, on your PyTorch.
@@ -389,7 +389,13 @@ assert count_nodes(by_stack(x)) == 2 * n + 2  # per piece: MulBackward0, SelectB
 assert count_nodes(vectorised(x)) == 2
 
 # %% [markdown]
-# Drawn for three pieces, the fill-in is a chain: each write adds a `CopySlices` node above the previous one, and each piece hangs below its own (`saved=()` leaves the saved tensors out).
+# The node counts are exact and the same on every machine.
+# The times are what this machine measured in this run: they vary between runs and machines, and fill-in and stack can come out close, in either order. Read your own numbers.
+# What does not vary is the size of the graph: when the pieces are one operation applied to every entry, the vectorised line records one node instead of hundreds, so there is nothing to assemble.
+# Assemble piece by piece only when the pieces really are different computations.
+
+# %% [markdown]
+# Drawn for three pieces, the fill-in is a chain: each write adds a `CopySlices` node above the previous one, each piece (`MulBackward0` over `SelectBackward0`) hangs below the `CopySlices` node of its write, and the three pieces meet at the leaf `three` (`saved=()` leaves the saved tensors out).
 
 # %% nbgrader={"grade_id": "demo-fill-in-chain", "locked": true} tags=["grading-skip"]
 three = torch.rand(3, requires_grad=True)
@@ -402,11 +408,6 @@ while node is not None and "CopySlices" in node.name():
 assert copies == 3
 draw(chain, names={"three": three, "chain": chain}, saved=())
 
-# %% [markdown]
-# The node counts are exact and the same on every machine.
-# The times are what this machine measured in this run: they vary between runs and machines, and fill-in and stack can come out close, in either order. Read your own numbers.
-# What does not vary is the size of the graph: when the pieces are one operation applied to every entry, the vectorised line records one node instead of hundreds, so there is nothing to assemble.
-# Assemble piece by piece only when the pieces really are different computations.
 
 # %% [markdown]
 # ### Exercise 4 — repair a fill-in that builds a matrix (3 points)

@@ -316,7 +316,7 @@ loss_with_clone.backward()
 results["clone"] = (a.detach(), embedding.weight.grad, W.grad)
 
 embedding, W = seed_setup()
-with torch.no_grad():  # 3. renormalise first, with nn.Embedding's kernel (section 5, part 2)
+with torch.no_grad():  # 3. renormalise first, with nn.Embedding's kernel (named in section 2)
     torch.embedding_renorm_(embedding.weight, idx, max_norm=1.0, norm_type=2.0)
 a = embedding.weight @ W.t()
 b = nn.functional.embedding(idx, embedding.weight) @ W.t()  # max_norm=None: no write

@@ -912,6 +912,6 @@ for name, score in candidates.items():
 # %% [markdown]
 # ## Summary
 #
-# - From part 1 (`05a_embedding_max_norm`): every call with `max_norm` writes the weight in place, so a use of the weight saved for backward before a lookup fails at `backward()`; the fixes are the reorder, `clone()` and renormalising yourself first.
+# - Part 1 (`05a_embedding_max_norm`): every call with `max_norm` writes the weight in place, so a use of the weight saved for backward before a lookup fails at `backward()`; the fixes are the reorder, `clone()` and renormalising yourself first.
 # - The gradient through `max_norm` ignores the rescaling: it is a projection, not a layer.
 # - `F.embedding(..., max_norm=...)` and `from_pretrained(..., max_norm=...)` rewrite the tensor you pass, with no error; copy what you must keep.

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 06a · A debugging clinic: autograd errors in real training code (part 1 of 2)
 #
-# Notebooks 01-05 took one pitfall at a time, in a few lines each.
+# Notebooks 01a to 05b took one pitfall at a time, in a few lines each.
 # In real code they come inside training scripts, mixed with other autograd errors, and a quick fix can silence the error and train nothing (section 2 shows one).
 # Each section here is a short training script as a learner would write it, broken; we run it, read the live error (or the silent symptom), find the cause, and fix it.
 #
@@ -173,7 +173,9 @@ def cut_losses(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) ->
         F.mse_loss(model(part), target)
         for part, target in zip(inputs.chunk(2), targets.chunk(2), strict=True)
     ]
-    losses["torch.tensor"] = torch.tensor(per_half).mean()  # notebook 04: copies the values
+    losses["torch.tensor"] = torch.tensor(
+        per_half
+    ).mean()  # notebook 04a, section 1: copies the values
     return losses
 
 

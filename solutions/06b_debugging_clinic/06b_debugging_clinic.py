@@ -8,7 +8,7 @@
 #
 # - `Trying to backward through the graph a second time`: a recurrent state carried across batches, what `retain_graph=True` does then, and the memory it holds (plotted);
 # - NaN in backward from `sqrt` at 0 and `log` of 0, found with anomaly mode and a gradient hook; `gradcheck` on a hand-written `autograd.Function`;
-# - two scripts where pitfalls of notebooks 02, 04 and 05 come together, found with `diagnose`, `track_inplace` and the course's linter.
+# - two scripts where pitfalls of notebooks 02a, 04a–04b and 05a–05b come together, found with `diagnose`, `track_inplace` and the course's linter.
 #
 # Run the cells from top to bottom.
 # In every exercise, leave the tensors your function is handed (unless the exercise asks you to write into one) and PyTorch's settings for the whole process (grad mode, the default dtype and device, anomaly mode) as you found them: the tests check both, and each test starts from PyTorch's defaults for these settings.
@@ -128,7 +128,7 @@ draw(loss, names={"loss": loss}, saved={"result"})
 
 # %% [markdown]
 # The error's own advice, `retain_graph=True`, is the wrong fix here.
-# The next chunk's `backward()` would then go back through every earlier chunk, but the optimiser has changed the weights in place since those chunks saved them, so it fails with notebook 02's error:
+# The next chunk's `backward()` would then go back through every earlier chunk, but the optimiser has changed the weights in place since those chunks saved them, so it fails with notebook 02a's error (section 4):
 
 
 # %%
@@ -593,7 +593,7 @@ print("gradcheck of the fixed backward:", torch.autograd.gradcheck(FixedSafeSqrt
 # ## 8. Two pitfalls at once
 #
 # **A tied embedding with `max_norm`, and a buffer filled in.**
-# A small language model ties its output layer to its embedding (notebook 05) and writes each step's logits into a buffer made with `torch.zeros` (notebook 04).
+# A small language model ties its output layer to its embedding (notebook 05b, section 4) and writes each step's logits into a buffer made with `torch.zeros` (notebook 04a, section 2).
 # It fails at `backward()`; under `track_inplace()`, `diagnose` says why and where.
 
 
@@ -633,7 +633,7 @@ with expect_error(RuntimeError, match="modified by an inplace operation"):
 assert any(write.op == "embedding_renorm_" for write in log.writes) and report.findings
 
 # %% [markdown]
-# Two in-place ops are at work: `embedding_renorm_` rewrites the weight that the earlier steps' output layer saved (notebook 05), and `logits[:, t] = ...` writes into the buffer (`copy_` into a slice, allowed, since nothing saved the buffer).
+# Two in-place ops are at work: `embedding_renorm_` rewrites the weight that the earlier steps' output layer saved (notebook 05a, section 2; notebook 05b, section 4), and `logits[:, t] = ...` writes into the buffer (`copy_` into a slice, allowed, since nothing saved the buffer).
 # The error is the first one's; the two `torch.zeros(...)` without `device=` are bugs of their own, which the stand-in shows once the model is on a GPU.
 # The hidden state `h` is on the CPU, so `self.mix(h)` fails at the first step (the last lines of the cell after the fix show it); the logits buffer, made the same way, would bring GPU pieces back to the CPU (notebook 04b, section 6).
 # The course's linter finds the tied weight before anything runs.
@@ -791,7 +791,7 @@ normed_graph
 
 # %% [markdown]
 # The error calls the tensor "output 0 of Div": after `h /= ...`, the division is its history.
-# `diagnose` names the two nodes that saved it before `h /= ...` wrote to it (notebook 02): `ReluBackward0` keeps its output to compute its gradient, and the norm's node keeps its input; `h = h / ...` fixes it.
+# `diagnose` names the two nodes that saved it before `h /= ...` wrote to it (notebook 02a, sections 4 and 5): `ReluBackward0` keeps its output to compute its gradient, and the norm's node keeps its input; `h = h / ...` fixes it.
 # Then `backward()` works, and the penalty does nothing: `torch.tensor([...])` copied its values (notebook 04a), so the gradient with the penalty equals the gradient without it.
 # The linter finds the second (the first needs `diagnose`: whether `h /= ...` breaks anything depends on what saved `h`, which only the graph knows):
 
@@ -845,6 +845,7 @@ assert torch.equal(with_list_penalty, without_penalty) and not torch.allclose(
 # - `"F"`: no error; after `backward()`, `model.decoder.weight.grad` is None, and the loss is computed from `model.encoder(x)` alone.
 # - `"G"`: the loss is finite and every gradient is NaN; under `torch.autograd.detect_anomaly()`, the error names `PowBackward0`, created on the line `d = torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))`.
 #
+# Symptoms A, B, D, E and F are those of sections 1–5 (in `06a_debugging_clinic`); C and G those of sections 6 and 7.
 # Return a dict `{"A": ..., "B": ..., ..., "G": ...}` from `triage()`.
 
 
@@ -937,6 +938,6 @@ probe_and_judge("q4", hidden_cases, observe, judge)
 #
 # - Read the message, then look for the cause where the message cannot see it: in the model's code, in what the loop carries from step to step, in a line written to silence an earlier error.
 # - Part 1 (`06a_debugging_clinic`): a loss that is not one number, a cut graph, `param.grad is None`, a missing `zero_grad()`, and a tensor or layer the module does not register.
-# - `Trying to backward through the graph a second time` in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02), or, with no step in between, holds every chunk's graph in memory.
+# - `Trying to backward through the graph a second time` in a recurrent loop: carry `h.detach()`. `retain_graph=True` then fails on the optimiser's writes (notebook 02a, section 4), or, with no step in between, holds every chunk's graph in memory.
 # - NaN gradients: anomaly mode names the first node that *returned* NaN, which may come after the cause (two nodes after the `sqrt` here); a gradient hook shows the `inf` before it. Use `torch.linalg.vector_norm` for distances and `F.log_softmax` / `F.cross_entropy` for log-probabilities; check a hand-written backward with `gradcheck` in float64.
 # - Several pitfalls at once: `track_inplace()` and `diagnose` find what `backward()` will hit and the line; the linter (`python -m autograd_pitfalls.lint`) finds the patterns before anything runs.

@@ -3,7 +3,7 @@
 A table-driven model of the part of PyTorch the rules need: which calls make tensors and
 whether those require grad, which return views (sharing the version counter), which
 reduce to one number, which write in place, and what each op saves for backward (the
-table of notebook 02, section 5: ``b * c`` saves each factor when the other requires
+table of notebook 02a, section 5: ``b * c`` saves each factor when the other requires
 grad, ``b ** 2`` and ``log`` save their input, ``exp``/``sigmoid``/``tanh``/``relu``
 their output). A call the model does not know gives ``UNKNOWN``.
 """

@@ -1,8 +1,9 @@
 """An in-place write into a tensor saved for backward, before the backward() that needs it.
 
 AGP122 follows the program in order (a function, or a notebook's cells): each op that saves
-a tensor for backward records the tensor's version then (the table of notebook 02: ``*``,
-``@``, ``mm``, ``matmul``, ``dot``, ``linear`` save each factor when the other requires grad,
+a tensor for backward records the tensor's version then (the table of notebook 02a,
+section 5: ``*``, ``@``, ``mm``, ``matmul``, ``dot``, ``linear`` save each factor when the other
+requires grad,
 ``/`` its divisor, ``**``, ``log``, ``sin``, ``cos``, ``abs``, ``clamp``, ``norm``... their
 input, ``exp``, ``sigmoid``, ``tanh``, ``relu``, ``softmax``, ``sqrt``... their output); an
 in-place write (``x[i] = ...``, ``x += ...``, ``x.mul_()``, through a view too) moves the
