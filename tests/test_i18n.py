@@ -102,7 +102,8 @@ def test_a_changed_english_cell_stops_the_build_naming_the_cell(tmp_path):
     catalog.update(course, assignment, "zh-CN")
     po = catalog.catalog_path(course, assignment, "zh-CN").read_text()
     assert "#, fuzzy" in po and "#| msgid" in po
-    with pytest.raises(TranslationError, match=r"cell 0 \('# 01 · Leaf tensors'\): fuzzy"):
+    title = r"cell 0 \('# 01a · Leaf tensors \(part 1 of 2\)'\): fuzzy"
+    with pytest.raises(TranslationError, match=title):
         catalog.translations(course, assignment, "zh-CN")
 
 
