@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from nbgrader import utils
 
+from autograder.authoring.wrong_answers import submissions_folder
 from autograder.cli import main
 from autograder.course import Course, assignment_ids, lesson_of
 from autograder.learner.validate import CheckReport, check_notebook
@@ -299,3 +300,16 @@ def test_check_command_exit_status_says_whether_everything_passes(built_course: 
 def test_check_command_reports_a_missing_notebook(tmp_path, capsys):
     assert main(["check", str(tmp_path / "nope.ipynb")]) == 1
     assert "cannot check" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_nan_gradient_is_told_as_nan_not_as_a_gradient_that_never_arrived():
+    """05b Exercise 3: dividing by a row's norm of 0 gives NaN; the feedback must say so."""
+    assignment = "05b_embedding_max_norm"
+    notebook = (
+        submissions_folder(assignment) / "lookup_divides_by_zero_norm" / f"{assignment}.ipynb"
+    )
+    [result] = [r for r in check_notebook(notebook).exercises if r.exercise == "q3"]
+    assert result.score == 0
+    assert "weight.grad is not finite on rows [2]" in result.error
+    assert "no gradient reached" not in result.error

@@ -371,7 +371,7 @@ assert torch.equal(w2.grad, torch.tensor([4.0]))
 # ## 5. When an in-place write is harmless
 #
 # Autograd only checks the tensors that some node saved.
-# For built-in ops, and custom `autograd.Function`s that keep their tensors with `ctx.save_for_backward`, a write to a tensor that shares no version counter with a saved tensor raises nothing, and the gradient stays correct. Sharing a counter (section 2) means being the saved tensor, its base, another view of that base, or a `.detach()` of one of them: an example below shows a write to an unsaved view that still raises.
+# For built-in ops, and custom `autograd.Function`s that keep their tensors with `ctx.save_for_backward`, a write to a tensor that shares neither memory nor a version counter with a saved tensor raises nothing, and the gradient stays correct (a write to the saved memory through a tensor with a counter of its own, `.data` or a numpy alias, raises nothing either, and makes the gradient wrong: the end of this section). Sharing a counter (section 2) means being the saved tensor, its base, another view of that base, or a `.detach()` of one of them: an example below shows a write to an unsaved view that still raises.
 # (A custom Function that keeps a tensor another way is not checked: the end of this section shows it.)
 # To predict which case you are in, ask of every op the tensor fed: does its backward need that value?
 # Which values a node saves is a fact about each op, and one you can check: a node keeps its saved tensors in its `_saved_*` attributes, and `draw` shows them in orange.
@@ -794,6 +794,6 @@ probe_and_judge("q1", hidden_cases, observe, judge)
 # - A tensor some node saved for backward may not be written before a `backward()` that runs through that node: `draw()` shows it red, `backward()` raises (unless saved-tensor hooks are on: then nothing is checked).
 # - `diagnose(loss)` says what `backward()` will hit without calling it; under `track_inplace()` it also names the line of the write.
 # - Writes through `.data` move no counter, and a write through a tensor that shares the memory but not the counter (`torch.from_numpy`) moves its own counter, not the saved tensor's: `backward()` misses them, and the gradient is silently wrong.
-# - Writes to tensors that share no version counter with a saved tensor are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
+# - Writes to tensors that share neither memory nor a version counter with a saved tensor are harmless, for built-in ops and custom Functions that use `save_for_backward` (one that keeps a tensor on `ctx` is not checked). Which values a node saves depends on the op: check its `_saved_*` attributes or `draw()` (the table of section 5 gives common ones; a convolution saves its input even when its weight is frozen).
 #
 # Part 2, `02b_version_counter`, goes on with section 6: the order of the lines, three fixes, initialising a parameter, anomaly mode, and backward twice.

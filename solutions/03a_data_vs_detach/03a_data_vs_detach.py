@@ -295,7 +295,7 @@ assert outcome == {
 
 # %% [markdown]
 # Each of those outcomes comes from `MulBackward0` having saved `a`.
-# When no node saved a tensor sharing its version counter (notebook 02a, section 5), a write after use is harmless whichever way, counted or not.
+# When no node saved a tensor sharing its memory (its version counter included: notebook 02a, section 5), a write after use is harmless whichever way, counted or not.
 # `a.sum()` saves nothing (notebook 02a, section 5): by hand its gradient is 1 for every element, whatever `a` holds.
 
 # %%
@@ -602,7 +602,7 @@ assert x.grad.item() == 3.0
 #
 # - `.data` and `.detach()` share memory with the tensor, do not require grad and have no history; `.detach()` shares the version counter, `.data` does not.
 # - A write through `.detach()` or under `no_grad` to a tensor autograd saved raises at `backward()`; the same write through `.data` or numpy gives a wrong gradient with no error. PyTorch's promise, no error means correct gradients, holds for a saved tensor only when every write to it moves its counter.
-# - Before a leaf is used, changing it is harmless whichever way; a tensor that the node making it saved (the output of `exp`, notebook 02a section 5) counts as used from the start. After use, it depends on whether a node saved it or a tensor sharing its counter: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
+# - Before a leaf is used, changing it is harmless whichever way; a tensor that the node making it saved (the output of `exp`, notebook 02a section 5) counts as used from the start. After use, it depends on whether a node saved it or a tensor sharing its memory: if one did, a counted write raises and a hidden one gives a wrong gradient; if none did, the gradient stays right. To keep the old values and have new ones, write to a copy.
 # - `draw` and `diagnose` see what the version counter sees: the `.detach()` write in red, the `.data` write not at all.
 # - Today: `torch.no_grad()` for optimiser steps, initialisation and evaluation (`torch.inference_mode()` for pure inference); `.detach()` to log or to treat a value as a constant; `.data` never. `model.eval()` does not turn autograd off.
 #

@@ -569,7 +569,7 @@ for device in devices():
         + explain("grad-never-reached")
     )
     rows_q3.sum().backward()
-    assert weight_q3.grad is not None and weight_q3.grad.abs().sum() > 0, (
+    assert weight_q3.grad is not None, (  # a NaN gradient is told apart just below
         "no gradient reached weight. " + explain("grad-never-reached")
     )
     finite = weight_q3.grad.isfinite().all(dim=1)
