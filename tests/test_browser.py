@@ -36,13 +36,13 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from autograd_pitfalls.passline import PASS_LINE
 from autograder.course import REPO, assignment_ids
+from tests.support.parts import one_part_per_lesson
 
 ASSIGNMENTS = assignment_ids()
-# The notebooks run in the browser: one part of each lesson, a and b in turn (01a, 02b,
-# 03a...), so that both kinds of part are seen as a learner sees them. Each part costs the
-# run about 8 s, mostly its kernel's start; every notebook runs headless in
+# The notebooks run in the browser: one part of each lesson, a and b in turn. Each costs
+# the run about 8 s, mostly its kernel's start; every notebook runs headless in
 # tests/test_notebooks.py (every cell, twice, and its tests) all the same.
-IN_THE_BROWSER = [part for part in ASSIGNMENTS if part[2] == "ab"[(int(part[:2]) - 1) % 2]]
+IN_THE_BROWSER = one_part_per_lesson(ASSIGNMENTS)
 TOKEN = "autograd-pitfalls-browser-test"
 SCREENSHOTS = REPO / "build" / "screenshots"
 SOLVED = ASSIGNMENTS[0]  # the notebook where Exercise 1 gets solved and validated

@@ -43,8 +43,11 @@ from autograder.pipeline.run import GradingResult, grade_class
 from autograder.pipeline.worker import GradingWorker, WorkerSettings
 from autograder.sandbox.limits import Limits
 from autograder.submission import OK, Submission, load_status
+from tests.support.parts import one_part_per_lesson
 
-ASSIGNMENTS = assignment_ids()
+# One part of each lesson: grading on the cluster does not depend on the notebook, and
+# every part's fixtures are graded on one machine (test_pipeline).
+ASSIGNMENTS = one_part_per_lesson(assignment_ids())
 KILLED_IN = ASSIGNMENTS[0]
 START_TIMEOUT = 120  # seconds for the scheduler and the workers to come up on a busy machine
 # Dask's 30 s to connect, and to hear from a peer, are short on a machine that other test

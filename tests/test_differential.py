@@ -24,25 +24,29 @@ from autograder.authoring.wrong_answers import submissions_folder
 from autograder.course import Course, assignment_ids
 from autograder.pipeline.collect import collect
 from autograder.sandbox.limits import cores_each
+from tests.support.parts import one_part_per_lesson
 
 ASSIGNMENTS = assignment_ids()
 
 
 # Plain nbgrader starts a fresh kernel that imports torch for every notebook (8 s each on
-# two cores): two students per assignment (right, wrong), and in the first a right answer
-# that makes torch warn, keep the comparison short; every fixture's exact scores are
-# checked elsewhere (test_pipeline), on this grader.
+# two cores): the right answers of every assignment (every test cell compared), a wrong one
+# in one part of each lesson, and in the first a right answer that makes torch warn, keep
+# the comparison short; every fixture's exact scores are checked elsewhere
+# (test_pipeline), on this grader.
 KINDS = ("perfect",)
 WARNING_IN = ASSIGNMENTS[0]
+WRONG_IN = one_part_per_lesson(ASSIGNMENTS)
 WRONG_PER_ASSIGNMENT = 1
 
 
 def _students(assignment: str) -> list[str]:
-    """Fixture students of ``assignment``: right, the first wrong one (and one that warns)."""
+    """Fixture students of ``assignment``: right, maybe the first wrong one, one that warns."""
     every = sorted(path.name for path in submissions_folder(assignment).iterdir())
     kinds = (*KINDS, "correct_with_torch_warning") if assignment == WARNING_IN else KINDS
     wrong = [name for name in every if name not in kinds and "correct" not in name]
-    return sorted([name for name in every if name in kinds] + wrong[:WRONG_PER_ASSIGNMENT])
+    wrong = wrong[:WRONG_PER_ASSIGNMENT] if assignment in WRONG_IN else []
+    return sorted([name for name in every if name in kinds] + wrong)
 
 
 def _course(root: Path, assignment: str) -> Course:
