@@ -304,3 +304,11 @@ def test_make_check_points_from_a_split_lesson_to_its_parts(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "02_version_counter.ipynb: not checked: the course splits this lesson into" in said
     assert "02a_version_counter, 02b_version_counter" in said
+
+
+def test_without_the_lessons_release_only_answers_unlike_the_parts_stubs_are_carried(tmp_path):
+    workspace, release = _old_learner(tmp_path, {"q3": "# my q3"})
+    (workspace / RELEASED / f"{LESSON}.ipynb").unlink()  # where it came from is unknown
+    updates = {update.assignment: update for update in prepare(workspace, release)}
+    assert updates[PARTS[0]].action == "added"  # q1 still the stub: nothing of the learner's
+    assert (updates[PARTS[1]].action, updates[PARTS[1]].carried) == ("carried", ("q3",))
