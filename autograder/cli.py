@@ -128,7 +128,7 @@ def _check_notebooks(
         Whether a notebook could not be checked, whether every exercise passes, and the
         verdicts as data.
     """
-    from autograder.course import REPO, assignment_ids, lesson_of
+    from autograder.course import REPO, assignment_ids, parts_of
     from autograder.learner.verdict import (
         format_verdict,
         grade_at_home,
@@ -142,7 +142,7 @@ def _check_notebooks(
     known = set(assignment_ids()) if (REPO / "solutions").is_dir() else set()
     graded, visible, unchecked = [], [], False
     for notebook in notebooks:
-        parts = [a for a in sorted(known) if lesson_of(a) == assignment_of(notebook) != a]
+        parts = parts_of(assignment_of(notebook), sorted(known))  # a lesson split since?
         if not notebook.is_file():
             _print_error(f"cannot check {notebook}: no notebook there")
             unchecked = True

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from traitlets.config import Config
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
@@ -296,6 +298,11 @@ def lesson_of(assignment: str) -> str:
     An assignment that is no part (its number has no letter) is its own lesson.
     """
     return re.sub(r"^(\d+)[a-z]_", r"\1_", assignment)
+
+
+def parts_of(lesson: str, assignments: Iterable[str]) -> list[str]:
+    """The assignments of ``lesson``, in the order given: its parts, or the whole lesson."""
+    return [assignment for assignment in assignments if lesson_of(assignment) == lesson]
 
 
 def answer_id(grade_id: str) -> str:

@@ -20,7 +20,7 @@ from nbgrader import utils
 
 from autograder.authoring.wrong_answers import submissions_folder
 from autograder.cli import main
-from autograder.course import Course, assignment_ids, lesson_of
+from autograder.course import Course, assignment_ids, lesson_of, parts_of
 from autograder.learner.validate import CheckReport, check_notebook
 from autograder.sandbox.limits import cores_each
 from autograder.site.execute import ExecutionError, keep
@@ -192,7 +192,7 @@ def student_reports(reports) -> dict[str, CheckReport]:
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_source_notebook_passes_every_exercise(source_reports, assignment: str):
     report = source_reports[assignment]
-    lesson = [a for a in ASSIGNMENTS if lesson_of(a) == lesson_of(assignment)]
+    lesson = parts_of(lesson_of(assignment), ASSIGNMENTS)
     assert report.exercises
     assert sum(len(source_reports[part].exercises) for part in lesson) >= MIN_EXERCISES
     assert report.ok, report.format()
@@ -253,7 +253,7 @@ def test_student_notebook_draws_graphs(student_reports, assignment: str):
             for output in cell.outputs
         )
 
-    lesson = [a for a in ASSIGNMENTS if lesson_of(a) == lesson_of(assignment)]
+    lesson = parts_of(lesson_of(assignment), ASSIGNMENTS)
     assert drawings(assignment) >= 1, "each notebook draws an autograd graph"
     assert sum(map(drawings, lesson)) >= 2, "each lesson draws at least two autograd graphs"
 
