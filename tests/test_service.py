@@ -127,3 +127,31 @@ def test_keep_warm_defaults_to_the_variable(monkeypatch):
     monkeypatch.delenv(service.KEEP_WARM_VARIABLE)
     assert service.keep_warm_default() == service.KEEP_WARM
     assert os.environ.get(service.KEEP_WARM_VARIABLE) is None
+
+
+def test_a_warm_worker_grades_an_assignment_again_after_another(built_course, monkeypatch):
+    """A late submission of 01a after 01b, in the same warm service: 01a's scratch course
+    is laid out afresh (it used to fail: its folder from the first time was still there)."""
+    from autograder.pipeline import worker as worker_module
+    from autograder.pipeline.autograde import Grader
+    from autograder.pipeline.reference import read_reference, scratch_course
+    from autograder.pipeline.worker import WorkerSettings
+    from autograder.sandbox.bwrap import course_sandbox
+
+    class LayoutOnly(Grader):  # the scratch course, without a zygote or kernels
+        def start(self) -> None:
+            self.course = scratch_course(self.reference, self._folder)
+
+    monkeypatch.setattr(worker_module, "Grader", LayoutOnly)
+    sandbox = course_sandbox(built_course, enabled=False)
+    worker = worker_module.GradingWorker(WorkerSettings(Limits()), sandbox, kernels=object())
+    first, other = (read_reference(built_course, a) for a in (ASSIGNMENT, "01b_leaf_tensors"))
+    try:
+        for reference in (first, other, first):
+            grader = worker.grader_for(reference)
+            assert grader.course is not None and grader.course.release.is_dir()
+        # Only the current assignment's scratch course is kept.
+        assert sorted(path.name for path in worker.folder.iterdir()) == [first.digest]
+    finally:
+        worker.grader = None
+        worker.close()

@@ -409,6 +409,19 @@ def _serve_one(connection: Connection, executor, key: str) -> None:
             connection.send(("error", f"unknown request {op!r}"))
 
 
+def _send(connection: Connection, message: tuple) -> None:
+    """Sends ``message`` to the command.
+
+    Raises:
+        _QuitError: If the command went away (an error of grading is not one: it is said
+            as such).
+    """
+    try:
+        connection.send(message)
+    except (OSError, EOFError) as error:
+        raise _QuitError(f"the command went away: {error}") from error
+
+
 def _watch_hang_up(
     connection: Connection, executor, finished: threading.Event, hung_up: threading.Event
 ) -> None:
@@ -447,12 +460,12 @@ def _grade(connection: Connection, executor, request: dict) -> None:
         ):
             if hung_up.is_set():
                 break
-            connection.send(("results", results))
+            _send(connection, ("results", results))
         else:
             finished.set()
-            connection.send(("done", None))
-    except (OSError, EOFError) as error:
-        raise _QuitError(f"the command went away: {error}") from error
+            _send(connection, ("done", None))
+    except _QuitError:
+        raise
     except Exception as error:  # a grading process died: the pool is broken
         _log.exception("grading failed")
         with contextlib.suppress(OSError):

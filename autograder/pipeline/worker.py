@@ -113,13 +113,15 @@ class GradingWorker:
         if self.grader is None or self._digest != reference.digest:
             if self.grader is not None:
                 self.grader.close()
+                remove_tree(self.folder / self._digest)
             self.launch()
+            # Laid out afresh: a warm worker may come back to an assignment it graded
+            # before (a late submission after another assignment), whose folder a grader
+            # that failed to start may have left.
+            folder = self.folder / reference.digest
+            remove_tree(folder)
             self.grader = Grader(
-                reference,
-                self.settings.limits,
-                self.sandbox,
-                kernels=self.zygote,
-                folder=self.folder / reference.digest,
+                reference, self.settings.limits, self.sandbox, kernels=self.zygote, folder=folder
             )
             self._digest = reference.digest
             self.grader.start()
