@@ -400,12 +400,14 @@ def _autograde(args: argparse.Namespace) -> int:
     zygotes = [] if executor is not None else _launch(args, course, assignments, max(waiting))
     done: list[str] = []
     try:
-        # Imported while the zygotes import torch.
-        from autograder.pipeline.executors import LocalExecutor
         from autograder.pipeline.run import autograde_class
         from autograder.sandbox.bwrap import course_sandbox
 
         if executor is None and several:
+            # Imported (nbgrader) while the zygotes import torch; not through the service,
+            # which has it, and starts on the students before this process imports it.
+            from autograder.pipeline.executors import LocalExecutor
+
             sandbox = course_sandbox(course, enabled=args.sandbox)
             executor = LocalExecutor(max(1, len(zygotes)), zygotes or None, sandbox, keep=True)
             zygotes = []  # the executor's now: it closes them
@@ -523,7 +525,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _add_grading_options(command: argparse.ArgumentParser) -> None:
-    from autograder.pipeline.executors import LOST_AFTER
+    from autograder.pipeline import LOST_AFTER
     from autograder.pipeline.service import KEEP_WARM_VARIABLE, keep_warm_default
 
     defaults = Limits()
@@ -640,7 +642,7 @@ def _sane_locale() -> None:
     make hands its LANG to the commands it runs, and ``zh-CN`` is no locale: a program
     started from here would warn that it cannot set it (or fall back to ASCII).
     """
-    from autograder.i18n.catalog import LANGUAGES
+    from autograder.i18n import LANGUAGES
 
     if os.environ.get("LANG") in LANGUAGES:
         os.environ["LANG"] = "C.UTF-8"

@@ -34,13 +34,13 @@ from autograder.authoring.wrong_answers import FIXTURES, submissions_folder
 from autograder.course import Course, assignment_ids
 from autograder.errors import SandboxError
 from autograder.kernel.fs import remove_tree
-from autograder.pipeline.autograde import GradedNotebook
 from autograder.pipeline.executors import BATCH_SIZE, DaskExecutor, batches
 from autograder.pipeline.export import csv_cell
-from autograder.pipeline.record import Recorder, student_notebook
+from autograder.pipeline.payloads import GradedNotebook, WorkerSettings, student_notebook
+from autograder.pipeline.record import Recorder
 from autograder.pipeline.reference import read_reference, scratch_course
 from autograder.pipeline.run import GradingResult, grade_class
-from autograder.pipeline.worker import GradingWorker, WorkerSettings
+from autograder.pipeline.worker import GradingWorker
 from autograder.sandbox.limits import Limits
 from autograder.submission import OK, Submission, load_status
 from tests.support.parts import one_part_per_lesson

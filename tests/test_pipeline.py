@@ -478,7 +478,8 @@ def test_every_fixture_named_an_attack_on_the_grading_exists():
 
 def test_a_failed_autograde_is_reported_by_its_cause(tmp_path, monkeypatch):
     """A step that raises (a judge's own bug) fails that student, with the cause in the CSV."""
-    from autograder.pipeline.autograde import Grader, StudentNotebook
+    from autograder.pipeline.autograde import Grader
+    from autograder.pipeline.payloads import StudentNotebook
     from autograder.pipeline.reference import AssignmentReference
     from autograder.sandbox.bwrap import Sandbox
     from autograder.submission import Submission

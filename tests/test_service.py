@@ -134,8 +134,8 @@ def test_a_warm_worker_grades_an_assignment_again_after_another(built_course, mo
     is laid out afresh (it used to fail: its folder from the first time was still there)."""
     from autograder.pipeline import worker as worker_module
     from autograder.pipeline.autograde import Grader
+    from autograder.pipeline.payloads import WorkerSettings
     from autograder.pipeline.reference import read_reference, scratch_course
-    from autograder.pipeline.worker import WorkerSettings
     from autograder.sandbox.bwrap import course_sandbox
 
     class LayoutOnly(Grader):  # the scratch course, without a zygote or kernels

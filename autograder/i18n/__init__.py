@@ -6,3 +6,9 @@ each source, read and updated with Babel); ``markers``: the plain format transla
 and a catalog; ``messages``: the catalog of the messages code prints (tests, hidden checks,
 ``make check``), extracted from the code. See docs/i18n.md.
 """
+
+# The editions besides English, as BCP 47 tags (folder and file names, `make lab LANG=`).
+# Here, not in ``catalog``: every command reads it (``make lab LANG=zh-CN`` sets LANG), and
+# ``catalog`` imports Babel and jupytext, a quarter of a second that a grading command
+# would spend before its first student.
+LANGUAGES = ("zh-CN",)

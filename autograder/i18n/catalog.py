@@ -26,9 +26,8 @@ from babel.messages.pofile import denormalize, normalize, read_po, write_po
 
 from autograder.course import Course
 from autograder.errors import AutograderError
+from autograder.i18n import LANGUAGES  # noqa: F401 (the editions, imported from here too)
 
-# The editions besides English, as BCP 47 tags (folder and file names, `make lab LANG=`).
-LANGUAGES = ("zh-CN",)
 # Fixed so that writing a catalog twice gives the same bytes (gettext would write "now").
 _DATE = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 # A cell's place in the catalog's comments: "#: cell-012", the cell's id in the built

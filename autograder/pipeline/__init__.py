@@ -11,6 +11,10 @@ import multiprocessing.forkserver
 WORKER_MODULE = "autograder.pipeline.executors"
 # Imported first in the forkserver: it then ends without tearing its modules down.
 FORKSERVER_EXIT = "autograder.pipeline.forkserver_preload"
+# Seconds without a Dask scheduler, or with no worker, before a run stops (--lost-after).
+# Here, not in the executors' module: the command line reads it for its help, and that
+# module imports nbgrader, which a grading command needs only once its students are sent.
+LOST_AFTER = 60
 # What each worker's judges import (they run the notebook's setup cell in the grader's
 # process): imported once in the forkserver, not once per worker per run (2-3 s each; the
 # benchmark showed the judges costing 0.7 s per notebook with two workers).

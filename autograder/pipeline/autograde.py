@@ -21,7 +21,6 @@ import dataclasses
 import logging
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_client.provisioning import KernelProvisionerFactory
@@ -42,6 +41,7 @@ from traitlets.config import Config
 from autograder import interrupts
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
+from autograder.pipeline.payloads import GradedNotebook, StudentNotebook
 from autograder.pipeline.reference import AssignmentReference, scratch_course
 from autograder.pipeline.steps import AutogradeSteps, notebook_bytes, notebook_resources
 from autograder.preprocessors.execute import SandboxedExecute
@@ -129,42 +129,6 @@ def split_autograde_steps(config: Config) -> tuple[list, list]:
     steps = list(config.Autograde.autograde_preprocessors)
     cut = steps.index(FIRST_GRADEBOOK_STEP)
     return steps[:cut], steps[cut:]
-
-
-@dataclass(frozen=True)
-class StudentNotebook:
-    """One student to grade, as a worker receives it: no path, the notebook's bytes.
-
-    Attributes:
-        submission: The student and their status after collection (``ok``).
-        notebook: Their collected notebook, as collect left it in ``submitted/``.
-    """
-
-    submission: Submission
-    notebook: bytes
-
-
-@dataclass(frozen=True)
-class GradedNotebook:
-    """What a worker returns for one student.
-
-    Attributes:
-        submission: The student with the status and message grading gave; ``graded`` says
-            whether nbgrader ran the notebook to the end of its steps.
-        notebook: The graded notebook (bytes), to record; None when grading failed.
-        sandbox: How the worker isolated the student's kernel (one line).
-        feedback: The files of the student's feedback folder, by relative path, when it
-            was asked for and rendered; scored from the graded notebook itself (what
-            autograde alone gives), so the recording process checks that the real
-            gradebook holds nothing else.
-        feedback_problem: Why the feedback could not be rendered ("" when it was).
-    """
-
-    submission: Submission
-    notebook: bytes | None
-    sandbox: str = ""
-    feedback: dict[str, bytes] | None = None
-    feedback_problem: str = ""
 
 
 class Grader:

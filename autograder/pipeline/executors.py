@@ -1,8 +1,8 @@
 """Where the grading work goes: a local pool of processes, or a Dask cluster.
 
-An executor hands batches of students (:class:`~autograder.pipeline.autograde.StudentNotebook`,
+An executor hands batches of students (:class:`~autograder.pipeline.payloads.StudentNotebook`,
 each carrying its notebook's bytes) to workers and yields their results
-(:class:`~autograder.pipeline.autograde.GradedNotebook`) as they come back. Every worker
+(:class:`~autograder.pipeline.payloads.GradedNotebook`) as they come back. Every worker
 grades the same way (:mod:`autograder.pipeline.worker`); none writes the course: the caller
 records each result (:mod:`autograder.pipeline.record`).
 
@@ -27,11 +27,12 @@ from concurrent.futures import CancelledError, Future, ProcessPoolExecutor, as_c
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.sharedctypes import Synchronized
 
+from autograder.course import Course
 from autograder.errors import AutograderError
 from autograder.kernel.fs import remove_tree
-from autograder.pipeline import worker_context
-from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
-from autograder.pipeline.reference import AssignmentReference
+from autograder.pipeline import LOST_AFTER, worker_context
+from autograder.pipeline.payloads import GradedNotebook, StudentNotebook
+from autograder.pipeline.reference import AssignmentReference, read_reference
 from autograder.pipeline.worker import (
     GradingWorker,
     WorkerSettings,
@@ -66,8 +67,6 @@ DASK_PRELOAD = "autograder.pipeline.dask_preload"
 RESUBMISSIONS = 3  # tries of a batch whose result the scheduler lost
 CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
 WORKERS_TIMEOUT = 60  # seconds to wait for a first worker to join the scheduler
-# Seconds without a scheduler, or with no worker, before a run stops (--lost-after).
-LOST_AFTER = 60
 POLL_SECONDS = 0.2  # how often the grading loop looks for results and for a stop
 CHECK_SECONDS = 1.0  # how often it asks the scheduler whether it still has workers
 
@@ -201,6 +200,10 @@ class LocalExecutor:
         if self._stop is not None:
             self._stop.set()
         kill_launched()
+
+    def reference(self, course: Course, assignment: str) -> AssignmentReference:
+        """Reads what the workers need of ``assignment``, here."""
+        return read_reference(course, assignment)
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How student code was isolated, for the status file."""
@@ -435,6 +438,10 @@ class DaskExecutor:
             with contextlib.suppress(Exception):  # lost while asking: the last count stands
                 self._workers = len(self.client.scheduler_info(n_workers=-1)["workers"])
         return self._workers
+
+    def reference(self, course: Course, assignment: str) -> AssignmentReference:
+        """Reads what the workers need of ``assignment``, here (they have no course folder)."""
+        return read_reference(course, assignment)
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How the workers isolated student code (each says, in its results)."""

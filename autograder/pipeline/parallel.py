@@ -16,18 +16,25 @@ import json
 import logging
 import signal
 from collections.abc import Callable, Collection, Sequence
-from typing import Protocol
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Protocol
 
 from autograder import interrupts
 from autograder.atomic import WriteError
 from autograder.course import Course
-from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
+from autograder.pipeline.payloads import (
+    GradedNotebook,
+    StudentNotebook,
+    WorkerSettings,
+    student_notebook,
+)
 from autograder.pipeline.progress import Progress
-from autograder.pipeline.record import Recorder, student_notebook
-from autograder.pipeline.reference import AssignmentReference, read_reference
-from autograder.pipeline.worker import WorkerSettings
+from autograder.pipeline.reference import AssignmentReference
 from autograder.sandbox.limits import Limits
 from autograder.submission import ERROR, INTERRUPTED, MISSING, OK, UNREADABLE, Submission
+
+if TYPE_CHECKING:  # it imports nbgrader's converters: made in the background (see below)
+    from autograder.pipeline.record import Recorder
 
 AUTOGRADE, FEEDBACK = "autograde", "feedback"
 _log = logging.getLogger(__name__)
@@ -50,6 +57,9 @@ class Executor(Protocol):
     ):
         """Yields lists of results as the workers send them."""
 
+    def reference(self, course: Course, assignment: str) -> AssignmentReference:
+        """Reads what its workers need of ``assignment`` (:func:`read_reference`)."""
+
     def sandbox_line(self, seen: set[str]) -> str:
         """How student code was isolated, given what the workers said."""
 
@@ -65,6 +75,48 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Stops what it started."""
+
+
+class _LazyRecorder:
+    """The run's :class:`~autograder.pipeline.record.Recorder`, made when first needed.
+
+    Making it imports nbgrader's converters and nbconvert: half a second of a core, which
+    a grading command used to spend before it sent its first student. :meth:`make_meanwhile`
+    makes it in a thread once the students are sent, while the workers (or the grading
+    service) start on them, so that it is ready by the first result.
+    """
+
+    def __init__(self, course: Course, assignment: str, limits: Limits) -> None:
+        self._arguments = (course, assignment, limits)
+        self._pool: ThreadPoolExecutor | None = None
+        self._made: Future[Recorder] | None = None
+
+    @staticmethod
+    def _make(course: Course, assignment: str, limits: Limits) -> Recorder:
+        from autograder.pipeline.record import Recorder
+
+        return Recorder(course, assignment, limits)
+
+    def make_meanwhile(self) -> None:
+        """Starts making the recorder in a thread of its own (once)."""
+        if self._made is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="recorder")
+            self._made = self._pool.submit(self._make, *self._arguments)
+
+    def get(self) -> Recorder:
+        """Returns the recorder, waiting for it (made here if nothing started it)."""
+        if self._made is None:
+            made: Future[Recorder] = Future()
+            made.set_result(self._make(*self._arguments))
+            self._made = made
+        return self._made.result()
+
+    def close(self) -> None:
+        """Closes the recorder, if one was made (waiting for one being made)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        if self._made is not None and self._made.exception() is None:
+            self._made.result().close()
 
 
 def _interrupted(submission: Submission, why: str) -> Submission:
@@ -137,7 +189,7 @@ def grade_students(
     progress = progress or Progress(enabled=False)
     done: dict[str, Submission] = {}
     stopped_by: BaseException | None = None
-    recorder = Recorder(course, assignment, limits)
+    recorder = _LazyRecorder(course, assignment, limits)
 
     def current() -> list[Submission]:
         return [done.get(submission.student_id, submission) for submission in submissions]
@@ -147,9 +199,9 @@ def grade_students(
         # feedback/ and the status file all have them.
         with interrupts.deferring():
             if FEEDBACK in steps and result is not None:
-                submission = recorder.write_feedback(submission, result)
+                submission = recorder.get().write_feedback(submission, result)
             elif FEEDBACK in steps:
-                submission = recorder.feedback(submission)
+                submission = recorder.get().feedback(submission)
             done[submission.student_id] = submission
             if save is not None:
                 save(current())
@@ -171,7 +223,7 @@ def grade_students(
                         "autograding needs an executor (autograder.pipeline.executors)"
                     )
                 students, reference, fingerprint, unreadable = _to_grade(
-                    course, assignment, submissions, only, regrade, todo, settings
+                    course, assignment, submissions, only, regrade, todo, settings, executor
                 )
                 progress.start(len(todo))
                 for submission in unreadable:
@@ -179,11 +231,22 @@ def grade_students(
                 if students:
                     remove = interrupts.on_stop(executor.stop)
                     try:
-                        for results in executor.grade(reference, students, settings):
+                        batches = executor.grade(reference, students, settings)
+                        # The students go at the loop's first step, and are graded while
+                        # the recorder is made.
+                        recorder.make_meanwhile()
+                        for results in batches:
                             if interrupts.received():
                                 break  # whatever came after the signal may have been cut short
                             for result in results:
-                                _record(recorder, result, fingerprint, done, finish, seen_sandboxes)
+                                _record(
+                                    recorder.get(),
+                                    result,
+                                    fingerprint,
+                                    done,
+                                    finish,
+                                    seen_sandboxes,
+                                )
                     finally:
                         remove()
     except Exception as error:  # the executor failed: keep what was recorded, then say why
@@ -224,7 +287,8 @@ def _to_grade(
     regrade: bool,
     todo: list[Submission],
     settings: WorkerSettings,
-) -> tuple[list[StudentNotebook], str, list[Submission]]:
+    executor: Executor,
+) -> tuple[list[StudentNotebook], AssignmentReference | None, str, list[Submission]]:
     """Reads the notebooks to grade; fills ``todo`` with their students.
 
     Returns:
@@ -237,7 +301,7 @@ def _to_grade(
         candidates = [s for s in candidates if s.student_id in only]
     if not candidates:
         return [], None, "", []
-    reference = read_reference(course, assignment)
+    reference = executor.reference(course, assignment)
     fingerprint = grading_fingerprint(reference, settings)
     students, unreadable = [], []
     for submission in candidates:

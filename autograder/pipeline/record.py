@@ -1,7 +1,7 @@
 """The one writer: the gradebook, ``autograded/`` and ``feedback/``, from the workers' results.
 
 Workers grade in scratch courses of their own and send back each student's graded
-notebook (:class:`~autograder.pipeline.autograde.GradedNotebook`). Only the process that
+notebook (:class:`~autograder.pipeline.payloads.GradedNotebook`). Only the process that
 started the run writes the course: :class:`Recorder` runs nbgrader's ``autograde`` for each
 result with the worker's notebook in place of the submitted one
 (:class:`~autograder.preprocessors.graded.UseGradedNotebook`) and only the gradebook steps
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import tempfile
 from pathlib import Path
 
@@ -26,13 +25,8 @@ from traitlets.config import Config
 from autograder.atomic import replace_file
 from autograder.course import Course
 from autograder.kernel.fs import remove_tree
-from autograder.pipeline.autograde import (
-    GradedNotebook,
-    StudentNotebook,
-    grading_config,
-    split_autograde_steps,
-)
-from autograder.pipeline.collect import MAX_NOTEBOOK_BYTES
+from autograder.pipeline.autograde import grading_config, split_autograde_steps
+from autograder.pipeline.payloads import GradedNotebook
 from autograder.preprocessors.graded import UseGradedNotebook
 from autograder.sandbox.limits import Limits
 from autograder.submission import ERROR, OK, Submission
@@ -76,25 +70,6 @@ def record_config(
 
         config.merge(feedback_config(scores_from_notebook=True))
     return config
-
-
-def student_notebook(course: Course, assignment: str, submission: Submission) -> StudentNotebook:
-    """Returns a collected student's notebook as a worker receives it, its digest recorded.
-
-    Raises:
-        OSError: If the notebook cannot be read.
-        ValueError: If it is larger than collect lets a notebook be (put there by hand).
-    """
-    path = course.submitted_folder(submission.student_id, assignment) / f"{assignment}.ipynb"
-    size = path.stat().st_size
-    if size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(
-            f"{path.name} is {size / 2**20:.0f} MB, more than the "
-            f"{MAX_NOTEBOOK_BYTES // 2**20} MB a notebook may have"
-        )
-    content = path.read_bytes()
-    digest = hashlib.sha256(content).hexdigest()
-    return StudentNotebook(dataclasses.replace(submission, digest=digest), content)
 
 
 class Recorder:

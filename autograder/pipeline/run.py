@@ -17,11 +17,9 @@ from autograder import interrupts
 from autograder.atomic import WriteError
 from autograder.course import Course
 from autograder.pipeline.collect import collect
-from autograder.pipeline.executors import LocalExecutor
-from autograder.pipeline.export import grade_rows, write_csv
 from autograder.pipeline.parallel import AUTOGRADE, FEEDBACK, Executor, grade_students
+from autograder.pipeline.payloads import WorkerSettings
 from autograder.pipeline.progress import Progress
-from autograder.pipeline.worker import WorkerSettings
 from autograder.sandbox.bwrap import course_sandbox
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import Zygote
@@ -136,8 +134,10 @@ def autograde_class(
     students, _ = load_status(course, assignment)
     steps = (AUTOGRADE, FEEDBACK) if feedback else (AUTOGRADE,)
     if executor is None:
+        from autograder.pipeline.executors import LocalExecutor  # nbgrader: only to grade here
+
         executor = LocalExecutor(jobs, zygotes, course_sandbox(course, enabled=sandbox))
-    remote = executor.name != LocalExecutor.name
+    remote = executor.name != "local"  # the name of the local pool, and of the grading service
     if not remote:
         limits = limits.sharing(executor.workers)  # Dask workers choose on their machine
     settings = WorkerSettings(limits, sandbox=sandbox, require_sandbox=remote, feedback=feedback)
@@ -199,6 +199,8 @@ def export_class(course: Course, assignment: str) -> tuple[list[dict], Path]:
     sandbox = {True: "on", False: "off"}.get(grading.get("sandbox_enabled"), "")
     limits = grading.get("limits")  # none before autograde: nothing ran anywhere yet
     device = limits.get("device", "cpu") if limits else ""
+    from autograder.pipeline.export import grade_rows, write_csv  # nbgrader: not to grade
+
     rows = grade_rows(course, assignment, students, sandbox=sandbox, device=device)
     with interrupts.critical():
         return rows, write_csv(rows, course.exports / f"{assignment}_grades.csv")

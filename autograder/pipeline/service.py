@@ -54,9 +54,8 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote import ZygoteError
 
 if TYPE_CHECKING:  # nbgrader: seconds, which a new service spends meanwhile
-    from autograder.pipeline.autograde import GradedNotebook, StudentNotebook
+    from autograder.pipeline.payloads import GradedNotebook, StudentNotebook, WorkerSettings
     from autograder.pipeline.reference import AssignmentReference
-    from autograder.pipeline.worker import WorkerSettings
     from autograder.sandbox.bwrap import Sandbox
 
 # Seconds a service waits for the next command before it ends (--keep-warm's default).
@@ -156,6 +155,31 @@ class ServiceExecutor:
         # (a system call; nothing of the connection's own state is touched there).
         self._socket = socket.fromfd(connection.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)
         self._stopping = False
+
+    def reference(self, course: Course, assignment: str) -> AssignmentReference:
+        """Reads what the workers need of ``assignment`` in the service.
+
+        The service has nbgrader imported, which reading the gradebook takes: this
+        process then sends its students without importing it first (half a second of a
+        core, spent while they are graded, to record them). Where the service cannot read
+        it, it is read here, which raises what is wrong.
+
+        Raises:
+            ZygoteError: If the service stopped answering.
+        """
+        course.grading_secret()  # made here if it is missing: the service writes nothing
+        try:
+            self.connection.send({"op": "reference", "course": course, "assignment": assignment})
+            kind, payload = self.connection.recv()
+        except (EOFError, OSError) as error:
+            raise ZygoteError(
+                f"the grading service (pid {self.pid}) stopped answering: {error or 'it ended'}"
+            ) from error
+        if kind == "reference":
+            return payload
+        from autograder.pipeline.reference import read_reference
+
+        return read_reference(course, assignment)
 
     def sandbox_line(self, seen: set[str]) -> str:
         """How student code was isolated, for the status file."""
@@ -405,6 +429,8 @@ def _serve_one(connection: Connection, executor, key: str) -> None:
             raise _QuitError("asked to end")
         elif op == "grade":
             _grade(connection, executor, request)
+        elif op == "reference":
+            _send_reference(connection, request)
         else:
             connection.send(("error", f"unknown request {op!r}"))
 
@@ -420,6 +446,22 @@ def _send(connection: Connection, message: tuple) -> None:
         connection.send(message)
     except (OSError, EOFError) as error:
         raise _QuitError(f"the command went away: {error}") from error
+
+
+def _send_reference(connection: Connection, request: dict) -> None:
+    """Reads an assignment's reference for a command, or says in one line why it cannot.
+
+    The command holds the course's lock; reading its gradebook and release writes nothing.
+    """
+    from autograder.pipeline.reference import read_reference
+
+    try:
+        answer = ("reference", read_reference(request["course"], request["assignment"]))
+    except Exception as error:  # the command reads it itself, and raises the real error
+        _log.warning("could not read the reference of %r", request.get("assignment"))
+        answer = ("error", f"{type(error).__name__}: {error}")
+    with contextlib.suppress(OSError):  # a command gone: its next read ends the exchange
+        connection.send(answer)
 
 
 def _watch_hang_up(

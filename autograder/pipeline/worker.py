@@ -19,7 +19,6 @@ import socket
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass
 from multiprocessing.util import Finalize
 from pathlib import Path
 
@@ -27,7 +26,8 @@ from autograder import interrupts
 from autograder.course import Course
 from autograder.errors import SandboxError
 from autograder.kernel.fs import remove_tree
-from autograder.pipeline.autograde import GradedNotebook, Grader, StudentNotebook
+from autograder.pipeline.autograde import Grader
+from autograder.pipeline.payloads import GradedNotebook, StudentNotebook, WorkerSettings
 from autograder.pipeline.reference import AssignmentReference
 from autograder.sandbox.bwrap import Sandbox, course_sandbox
 from autograder.sandbox.limits import Limits
@@ -35,32 +35,6 @@ from autograder.sandbox.zygote import Zygote, kill_launched
 from autograder.submission import ERROR, INTERRUPTED
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    """How every worker of a run grades.
-
-    Attributes:
-        limits: Limits on each student's kernel.
-        sandbox: Whether student code must run in bubblewrap (False: ``--no-sandbox``).
-        require_sandbox: Refuse to grade where bubblewrap does not work, rather than grade
-            with the sandbox off (remote workers: nobody would see it on their machine).
-        feedback: Also render each student's feedback.
-    """
-
-    limits: Limits
-    sandbox: bool = True
-    require_sandbox: bool = False
-    feedback: bool = False
-
-    def same_zygote(self, other: WorkerSettings) -> bool:
-        """Whether a worker set up for ``other`` can grade with these settings as it is."""
-        return (self.limits, self.sandbox, self.require_sandbox) == (
-            other.limits,
-            other.sandbox,
-            other.require_sandbox,
-        )
 
 
 class GradingWorker:
