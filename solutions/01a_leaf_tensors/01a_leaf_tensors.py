@@ -110,7 +110,7 @@ for name, tensor in uninitialised.items():
 # For $a = [1, 2, 3]$ we expect $[6, 12, 18]$.
 # Build the graph and draw it before calling `backward()`.
 
-# %%
+# %% nbgrader={"grade_id": "demo-first-graph", "locked": true} tags=["grading-skip"]
 a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 b = a * a
 loss = (3 * b).sum()

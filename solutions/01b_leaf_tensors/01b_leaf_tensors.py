@@ -84,7 +84,7 @@ with expect_error(RuntimeError, match="view of a leaf Variable that requires gra
 # The copy is still in the graph (`CloneBackward0`): gradients flow through it into the Parameter.
 # The copy is not a leaf, so an in-place write to it is allowed, and it leaves `v2` alone.
 
-# %%
+# %% nbgrader={"grade_id": "demo-clone-graph", "locked": true} tags=["grading-skip"]
 v2 = nn.Parameter(torch.arange(10.0))
 b = v2[:4].clone()
 b.add_(100)  # b = [100, 101, 102, 103]; v2 is untouched

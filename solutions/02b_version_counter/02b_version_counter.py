@@ -796,7 +796,7 @@ assert any("f = d @ w2" in message for message in messages)  # the forward line
 # `diagnose(f)` (section 4, in part 1) says more, before `backward()` is called: besides the node, the saved tensor (`self`, that is `d`), its two versions, and, under `track_inplace()`, the line of the write.
 # `draw(f)` shows the same in red.
 
-# %%
+# %% nbgrader={"grade_id": "demo-track-inplace", "locked": true} tags=["grading-skip"]
 with track_inplace() as log:
     d = x @ w1
     f = d @ w2
