@@ -901,6 +901,8 @@ def graph_size(total: float | torch.Tensor, kept_anyway: list[torch.Tensor]) -> 
 torch.manual_seed(0)
 data = [(torch.randn(16, 4), torch.randn(16, 1)) for _ in range(30)]  # batches of 16
 inputs = [x for x, _ in data]
+
+# %% nbgrader={"grade_id": "demo-total-loss-ways", "locked": true} tags=["grading-skip"]
 ways = {
     "+= loss": lambda loss: loss,
     "+= loss.item()": lambda loss: loss.item(),

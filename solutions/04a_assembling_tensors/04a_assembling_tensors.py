@@ -135,6 +135,8 @@ assert A1.is_leaf and a.grad is None
 
 # %%
 a = torch.tensor([0.5, 1.0, 2.0, -1.0, 3.0], requires_grad=True)
+
+# %% nbgrader={"grade_id": "demo-fill-in-graph", "locked": true} tags=["grading-skip"]
 A = torch.zeros(5)
 print("before: requires_grad", A.requires_grad, "| grad_fn", A.grad_fn, "| _version", A._version)
 for i, piece in enumerate(pieces_of(a)):

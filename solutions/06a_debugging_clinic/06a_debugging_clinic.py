@@ -251,6 +251,7 @@ def silenced_loss(model: nn.Module) -> torch.Tensor:
     return loss
 
 
+# %% nbgrader={"grade_id": "demo-silenced-training", "locked": true} tags=["grading-skip"]
 silenced, silenced_model = train_losses(silenced_loss)
 fixed, fixed_model = train_losses(lambda model: F.mse_loss(model(inputs), targets))
 
