@@ -2,12 +2,14 @@
 
 Workers grade in scratch courses of their own and send back each student's graded
 notebook (:class:`~autograder.pipeline.payloads.GradedNotebook`). Only the process that
-started the run writes the course: :class:`Recorder` runs nbgrader's ``autograde`` for each
-result with the worker's notebook in place of the submitted one
-(:class:`~autograder.preprocessors.graded.UseGradedNotebook`) and only the gradebook steps
-(:func:`~autograder.pipeline.autograde.split_autograde_steps`), then nbgrader's
-``generate_feedback``. So SQLite, with one writer, serves a class of any size, and the
-gradebook can be a server that instructors share (``--db-url``).
+started the run writes the course: :class:`Recorder` records each result as nbgrader's
+``autograde`` with only its gradebook steps would
+(:func:`~autograder.pipeline.autograde.split_autograde_steps`), in one gradebook session for
+the run (:mod:`autograder.pipeline.save_grades`); where the course's settings ask for more
+than that module does, through nbgrader's converter itself, the worker's notebook in place
+of the submitted one (:class:`~autograder.preprocessors.graded.UseGradedNotebook`). Then
+nbgrader's ``generate_feedback``. So SQLite, with one writer, serves a class of any size,
+and the gradebook can be a server that instructors share (``--db-url``).
 
 Recording is idempotent per student: recording the same result twice (a batch graded
 again after its worker died) leaves the same grades, once.
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traitlets.config import Config
 
@@ -27,10 +31,15 @@ from autograder.course import Course
 from autograder.kernel.fs import remove_tree
 from autograder.pipeline.autograde import grading_config, split_autograde_steps
 from autograder.pipeline.payloads import GradedNotebook
+from autograder.pipeline.save_grades import GradebookRecording, recordable
 from autograder.preprocessors.graded import UseGradedNotebook
 from autograder.sandbox.limits import Limits
-from autograder.submission import ERROR, OK, Submission
+from autograder.submission import ERROR, OK, Submission, one_line
 
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+
+_log = logging.getLogger(__name__)
 # Where nbgrader renders a student's feedback before it is put in place (course folder).
 FEEDBACK_STAGING = ".feedback-staging"
 
@@ -96,10 +105,35 @@ class Recorder:
         self.folder = Path(tempfile.mkdtemp(prefix="autograder-results-"))
         config = record_config(course, limits or Limits(), self.folder, scores_from_notebook)
         self.api = course.api(config)
+        self._gradebook: Gradebook | None = None
+        self._recording: GradebookRecording | None = None
 
     def close(self) -> None:
-        """Removes the folder the results passed through."""
-        remove_tree(self.folder)
+        """Closes the gradebook session, and removes the folder the results passed through."""
+        try:
+            if self._gradebook is not None:
+                self._gradebook.close()
+        finally:
+            remove_tree(self.folder)
+
+    def _direct(self) -> GradebookRecording | None:
+        """The run's recording in one gradebook session; None where the converter must do it.
+
+        Opened at the first student, in the thread that records (not the one that made
+        this recorder: see ``parallel._LazyRecorder``).
+        """
+        if self._gradebook is None:
+            from nbgrader.api import Gradebook
+            from nbgrader.converters import Autograde
+
+            coursedir = self.api.coursedir
+            self._gradebook = Gradebook(coursedir.db_url, coursedir.course_id)
+            converter = Autograde(coursedir=coursedir, parent=self.api)
+            converter.create_student = True  # as the API's autograde(create=True) sets it
+            found = self._gradebook.find_assignment(self.assignment).notebooks
+            if recordable(converter, [notebook.name for notebook in found], self.assignment):
+                self._recording = GradebookRecording(converter, self._gradebook, self.assignment)
+        return self._recording
 
     def __enter__(self) -> Recorder:
         return self
@@ -136,6 +170,14 @@ class Recorder:
             student: The student id.
             notebook: Their graded notebook, as a worker returned it.
         """
+        try:
+            direct = self._direct()
+            if direct is not None:
+                direct.record(student, notebook)
+                return ""
+        except Exception as error:  # this student only; the traceback in the log
+            _log.debug("recording %s failed", student, exc_info=True)
+            return "recording grades failed: " + one_line(f"{type(error).__name__}: {error}")
         staged = self.folder / student / f"{self.assignment}.ipynb"
         staged.parent.mkdir(parents=True, exist_ok=True)
         staged.write_bytes(notebook)
