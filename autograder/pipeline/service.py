@@ -9,9 +9,11 @@ pays them once for a run of commands on one course:
 * the first grading command of a course starts it (``python -m autograder.pipeline.service``,
   in a session of its own) and grades through it; the next commands find it running and
   grade through it at once;
-* it grades only: it receives the students' notebooks and the assignment's reference,
-  grades them with a kept :class:`~autograder.pipeline.executors.LocalExecutor` (the same
-  processes, zygotes and sandbox as a command's own) and sends the results back. It never
+* it grades only: it reads the assignment's reference for a command (it has nbgrader
+  imported; the command then sends its students before importing nbgrader itself),
+  receives the students' notebooks, grades them with a kept
+  :class:`~autograder.pipeline.executors.LocalExecutor` (the same processes, zygotes and
+  sandbox as a command's own) and sends the results back. It never
   writes the course: the command that holds the course's lock (:mod:`autograder.lock`)
   records every result, as it records its own workers' results;
 * it ends after ``--keep-warm`` seconds without a command (an idle timeout), when the
