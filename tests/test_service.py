@@ -155,3 +155,26 @@ def test_a_warm_worker_grades_an_assignment_again_after_another(built_course, mo
     finally:
         worker.grader = None
         worker.close()
+
+
+def test_a_grading_command_reaches_the_service_without_importing_nbgrader():
+    """Everything a command runs before it sends its students imports no nbgrader (half a
+    second of a core): the command line, the run, the data sent, the service's client."""
+    modules = [
+        "autograder.cli",
+        "autograder.pipeline.run",
+        "autograder.pipeline.parallel",
+        "autograder.pipeline.payloads",
+        "autograder.pipeline.reference",
+        "autograder.pipeline.service",
+        "autograder.pipeline.preload",
+        "autograder.sandbox.bwrap",
+    ]
+    code = (
+        f"import importlib, sys\nfor name in {modules!r}: importlib.import_module(name)\n"
+        "from autograder.cli import parser\nparser()\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'nbgrader', 'nbconvert'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
