@@ -138,9 +138,14 @@ def test_a_warm_worker_grades_an_assignment_again_after_another(built_course, mo
     from autograder.pipeline.reference import read_reference, scratch_course
     from autograder.sandbox.bwrap import course_sandbox
 
+    failures = []  # assignments whose next start fails (a zygote that cannot preload)
+
     class LayoutOnly(Grader):  # the scratch course, without a zygote or kernels
         def start(self) -> None:
             self.course = scratch_course(self.reference, self._folder)
+            if self.assignment in failures:
+                failures.remove(self.assignment)
+                raise RuntimeError("could not start")
 
     monkeypatch.setattr(worker_module, "Grader", LayoutOnly)
     sandbox = course_sandbox(built_course, enabled=False)
@@ -152,6 +157,15 @@ def test_a_warm_worker_grades_an_assignment_again_after_another(built_course, mo
             assert grader.course is not None and grader.course.release.is_dir()
         # Only the current assignment's scratch course is kept.
         assert sorted(path.name for path in worker.folder.iterdir()) == [first.digest]
+        # A grader that fails to start is not kept (its students used to get "start()
+        # first" one after the other): nothing of it stays, and the next batch starts anew.
+        failures.append("01b_leaf_tensors")
+        with pytest.raises(RuntimeError, match="could not start"):
+            worker.grader_for(other)
+        assert worker.grader is None and not any(worker.folder.iterdir())
+        grader = worker.grader_for(other)
+        assert grader.course is not None and grader.course.release.is_dir()
+        assert sorted(path.name for path in worker.folder.iterdir()) == [other.digest]
     finally:
         worker.grader = None
         worker.close()

@@ -83,22 +83,30 @@ class GradingWorker:
             self.zygote.launch()
 
     def grader_for(self, reference: AssignmentReference) -> Grader:
-        """Returns the grader of ``reference``'s assignment (the zygote is kept across)."""
+        """Returns the grader of ``reference``'s assignment (the zygote is kept across).
+
+        Each assignment's scratch course lives in this worker's folder while its grader
+        is the current one, and goes with it: a warm worker may come back to an assignment
+        it graded before (a late submission after another assignment). A grader that fails
+        to start is not kept, so the next batch tries again.
+        """
         if self.grader is None or self._digest != reference.digest:
-            if self.grader is not None:
-                self.grader.close()
+            grader, self.grader = self.grader, None
+            if grader is not None:
+                grader.close()
                 remove_tree(self.folder / self._digest)
             self.launch()
-            # Laid out afresh: a warm worker may come back to an assignment it graded
-            # before (a late submission after another assignment), whose folder a grader
-            # that failed to start may have left.
             folder = self.folder / reference.digest
-            remove_tree(folder)
-            self.grader = Grader(
+            grader = Grader(
                 reference, self.settings.limits, self.sandbox, kernels=self.zygote, folder=folder
             )
-            self._digest = reference.digest
-            self.grader.start()
+            try:
+                grader.start()
+            except BaseException:
+                grader.close()
+                remove_tree(folder)
+                raise
+            self.grader, self._digest = grader, reference.digest
         return self.grader
 
     def grade(
