@@ -104,19 +104,16 @@ class _LazyRecorder:
             self._made = self._pool.submit(self._make, *self._arguments)
 
     def get(self) -> Recorder:
-        """Returns the recorder, waiting for it (made here if nothing started it)."""
-        if self._made is None:
-            made: Future[Recorder] = Future()
-            made.set_result(self._make(*self._arguments))
-            self._made = made
+        """Returns the recorder, waiting for it (and starting it if nothing did)."""
+        self.make_meanwhile()
         return self._made.result()
 
     def close(self) -> None:
         """Closes the recorder, if one was made (waiting for one being made)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-        if self._made is not None and self._made.exception() is None:
-            self._made.result().close()
+            if self._made.exception() is None:
+                self._made.result().close()
 
 
 def _interrupted(submission: Submission, why: str) -> Submission:

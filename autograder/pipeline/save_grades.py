@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader import utils
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, SubmittedAssignment
 from nbgrader.converters import Autograde
 from nbgrader.nbgraderformat import MetadataValidator
 from nbgrader.preprocessors import AssignLatePenalties
@@ -101,16 +101,13 @@ class GradebookRecording:
 
     def _copy_files(self, submitted: Path, destination: Path) -> None:
         """The student's other files, then the assignment's own over them (nbgrader's order)."""
-        ignore = [*self.coursedir.ignore, "*.ipynb"]
         coursedir = self.coursedir
+        ignore = [*coursedir.ignore, "*.ipynb"]
         source = Path(coursedir.format_path(coursedir.source_directory, ".", self.assignment))
-        kept = self.converter.exclude_overwriting.get(self.assignment, [])
+        not_overwritten = self.converter.exclude_overwriting.get(self.assignment, [])
+        kept = {source / name for name in not_overwritten}
         theirs = utils.find_all_files(str(submitted), ignore)
-        ours = [
-            name
-            for name in utils.find_all_files(str(source), ignore)
-            if Path(name) not in {source / file for file in kept}
-        ]
+        ours = [f for f in utils.find_all_files(str(source), ignore) if Path(f) not in kept]
         for root, files in ((submitted, theirs), (source, ours)):
             for filename in files:
                 target = destination / os.path.relpath(filename, root)
@@ -137,23 +134,25 @@ class GradebookRecording:
 
     def _save_cell(self, student: str, cell: nbformat.NotebookNode) -> None:
         """Saves one cell's score or comment, as SaveAutoGrades does (the caller commits)."""
-        names = (cell.metadata.get("nbgrader", {}).get("grade_id"), self.assignment)
+        # The cell, its notebook (named as the assignment), the assignment, the student.
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        names = (grade_id, self.assignment, self.assignment, student)
         if utils.is_grade(cell):
-            grade = self.gradebook.find_grade(*names, self.assignment, student)
+            grade = self.gradebook.find_grade(*names)
             grade.auto_score, _ = utils.determine_grade(cell, self.converter.log)
             # A score a grader gave by hand, or none from the tests: a person looks again.
             grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
         if utils.is_solution(cell) or utils.is_task(cell):
-            comment = self.gradebook.find_comment(*names, self.assignment, student)
+            comment = self.gradebook.find_comment(*names)
             untouched = cell.metadata.nbgrader.get("checksum") == utils.compute_checksum(cell)
             comment.auto_comment = "No response." if untouched and not utils.is_task(cell) else None
 
-    def _assign_late_penalty(self, student: str, submission: object) -> None:
+    def _assign_late_penalty(self, student: str, submission: SubmittedAssignment) -> None:
         """Assigns the plugin's late penalty within [0, score], as AssignLatePenalties does."""
         names = (self.assignment, self.assignment, student)
         notebook = self.gradebook.find_submission_notebook(*names)
         notebook.late_submission_penalty = None
-        late = submission.total_seconds_late  # type: ignore[attr-defined]
+        late = submission.total_seconds_late
         if late > 0:
             penalty = self._late.plugin_inst.late_submission_penalty(student, notebook.score, late)
             if penalty is not None:
