@@ -124,7 +124,10 @@ def make_class(
 
 # Where a graded notebook's time went, as printed: cells by kind (from nbclient's
 # timestamps, which plain nbgrader's notebooks have too), then what SandboxedExecute
-# recorded (metadata.autograder.seconds), then the rest of the worker's time.
+# recorded (metadata.autograder.seconds), then what each command paid once, before its
+# first cell and after its last (times its workers, over its notebooks), then the rest of
+# the worker's time: with two workers, "outside" is then what grading a notebook costs
+# outside its kernel, to compare with one worker's.
 PHASES = {
     "kernel_ready": "kernel forked/started and ready",
     "answers": "cells: the student's answers",
@@ -133,17 +136,25 @@ PHASES = {
     "between": "between cells (messages)",
     "guard": "guard (before/after each test)",
     "judge": "judges (in the grader's process)",
+    "startup": "command start-up, to its first kernel",
+    "ending": "command's end, after its last cell",
     "outside": "outside the kernel (nbgrader, sandbox)",
 }
+# The phases a command pays once, shared by its notebooks (and by its workers: each waits).
+SHARED_PHASES = ("startup", "ending")
 
 
 def _stamp(cell: dict, key: str) -> float:
-    return datetime.fromisoformat(
-        cell["metadata"]["execution"][key].replace("Z", "+00:00")
-    ).timestamp()
+    return _stamp_of(cell["metadata"]["execution"], key)
 
 
-def breakdown(course: Course, assignments: list[str], worker_seconds: float) -> dict[str, float]:
+def _stamp_of(execution: dict, key: str) -> float:
+    return datetime.fromisoformat(execution[key].replace("Z", "+00:00")).timestamp()
+
+
+def breakdown(
+    course: Course, assignments: list[str], worker_seconds: float, shared: dict[str, float]
+) -> dict[str, float]:
     """Seconds per notebook in each of :data:`PHASES`, averaged over the graded notebooks.
 
     Args:
@@ -151,8 +162,9 @@ def breakdown(course: Course, assignments: list[str], worker_seconds: float) -> 
         assignments: Its assignments.
         worker_seconds: The run's seconds times its workers, over its notebooks: what one
             notebook cost a worker, from which the phases measured are taken away.
+        shared: The :data:`SHARED_PHASES`, in seconds per notebook and worker.
     """
-    totals = dict.fromkeys(PHASES, 0.0)
+    totals = dict.fromkeys(set(PHASES) - set(SHARED_PHASES), 0.0)
     paths = [
         path
         for assignment in assignments
@@ -186,20 +198,37 @@ def breakdown(course: Course, assignments: list[str], worker_seconds: float) -> 
             span - in_cells - recorded.get("guard", 0.0) - recorded.get("judge", 0.0)
         )
     count = max(len(paths), 1)
-    phases = {name: value / count for name, value in totals.items()}
+    phases = {name: value / count for name, value in totals.items()} | shared
     phases["outside"] = worker_seconds - sum(phases.values())
-    return phases
+    return {name: phases[name] for name in PHASES}
 
 
-def first_cell_at(course: Course, assignment: str) -> float | None:
-    """When the first cell of any student of ``assignment`` began (a Unix time), if any ran."""
-    starts = []
-    for path in (course.root / "autograded").glob(f"*/{assignment}/{assignment}.ipynb"):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if "iopub.status.busy" in cell.get("metadata", {}).get("execution", {}):
-                starts.append(_stamp(cell, "iopub.status.busy"))
-                break
-    return min(starts, default=None)
+def cells_span(course: Course, assignments: list[str]) -> tuple[float, float, float] | None:
+    """When ``assignments``' first kernel was asked for, their first cell began, their last ended.
+
+    Unix times over every graded notebook of those assignments. The first kernel was asked
+    for when the first cell began less the time its kernel took to be ready (which
+    :func:`breakdown` counts already). None if no cell ran.
+    """
+    kernels, starts, ends = [], [], []
+    for assignment in assignments:
+        for path in (course.root / "autograded").glob(f"*/{assignment}/{assignment}.ipynb"):
+            notebook = nbformat.read(path, as_version=4)
+            ready = notebook.metadata.get("autograder", {}).get("seconds", {})
+            executions = [cell.get("metadata", {}).get("execution", {}) for cell in notebook.cells]
+            busy = [
+                _stamp_of(e, "iopub.status.busy") for e in executions if "iopub.status.busy" in e
+            ]
+            idle = [
+                _stamp_of(e, "iopub.status.idle") for e in executions if "iopub.status.idle" in e
+            ]
+            if busy:
+                starts.append(min(busy))
+                kernels.append(min(busy) - ready.get("kernel_ready", 0.0))
+            ends += idle
+    if not starts or not ends:
+        return None
+    return min(kernels), min(starts), max(ends)
 
 
 def grades(course: Course, assignments: list[str]) -> dict:
@@ -393,13 +422,14 @@ def main() -> None:
         # machine's speed drifts by a quarter over minutes, and a drift then slows each
         # of them alike instead of whichever ran during it. The Dask runs follow, with
         # the long-lived cluster started for them only (idle, it still takes a few %).
-        # When each command started, by run and by the first assignment it graded.
-        started: dict[str, dict[str, float]] = {name: {} for name in runs}
+        # Each command's assignments, and when it started and ended, by run.
+        commands_run: dict[str, list[tuple[list[str], float, float]]] = {n: [] for n in runs}
 
         def run(name: str, graded: list[str]) -> None:
             command = runs[name](graded, courses[name].root)
-            started[name][graded[0]] = time.time()
+            began = time.time()
             results[name] += timed([command], courses[name].root)
+            commands_run[name].append((graded, began, time.time()))
 
         clustered = [name for name in runs if key_of[name] in CLUSTER_RUNS]
         at_once = [name for name in runs if key_of[name] in ONE_COMMAND_RUNS]
@@ -420,15 +450,22 @@ def main() -> None:
             for assignment in assignments:
                 run(name, [assignment])
         for name, course in courses.items():
-            waits = [
-                first - began
-                for assignment, began in started[name].items()
-                if (first := first_cell_at(course, assignment)) is not None
+            # (to its first kernel, to its first cell, after its last cell), per command
+            spans = [
+                (kernel - began, cell - began, ended - last)
+                for graded, began, ended in commands_run[name]
+                if (span := cells_span(course, graded)) is not None
+                for kernel, cell, last in [span]
             ]
-            startup[name] = statistics.mean(waits) if waits else 0.0
+            startup[name] = statistics.mean(span[1] for span in spans) if spans else 0.0
             scores.append(grades(course, assignments))
-            worker_seconds = results[name] * WORKERS[key_of[name]] / notebooks
-            phases[name] = breakdown(course, assignments, worker_seconds)
+            workers = WORKERS[key_of[name]]
+            shared = {
+                "startup": sum(span[0] for span in spans) * workers / notebooks,
+                "ending": sum(span[2] for span in spans) * workers / notebooks,
+            }
+            worker_seconds = results[name] * workers / notebooks
+            phases[name] = breakdown(course, assignments, worker_seconds, shared)
             print(f"  {name}: {results[name]:.1f} s", flush=True)
     print()
     print(f"| {'command':<40} | s / notebook | throughput vs plain |")
@@ -452,7 +489,7 @@ def main() -> None:
     print_breakdown(phases)
     print("\nstart-up: seconds from a command's start to its first cell, per command:")
     for name, seconds in startup.items():
-        share = seconds * len(started[name]) / notebooks
+        share = seconds * len(commands_run[name]) / notebooks
         print(f"  {name:<40} {seconds:5.2f} s ({share:.2f} s a notebook, shared by the class)")
     jobs2 = results.get(RUNS["jobs2"])
     for key in ("dask", "dask-local"):
