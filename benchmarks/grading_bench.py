@@ -22,9 +22,12 @@ the long-lived cluster). Plain nbgrader and ``--jobs 1``/``--jobs 2`` take turns
 assignment at a time, so that the machine's drift in speed over minutes touches them alike;
 the one-command runs go in the middle of those turns, and the Dask runs after them. It
 prints the seconds per submitted notebook, the floor of plain nbgrader (a fresh kernel
-that imports torch), the throughput of each against plain nbgrader, the Dask rows against
-``--jobs 2``, each command's start-up (from its start to its first student's first cell: a
-cost that a larger class shares), and whether all of them gave every test the same score.
+that imports torch), the throughput of each against plain nbgrader, the core-seconds the
+machine's cores were busy per notebook (every process's, so what a second worker costs
+beyond the first shows there, whatever each waited), where a notebook's time went, the
+Dask rows against ``--jobs 2``, each command's start-up (from its start to its first
+student's first cell: a cost that a larger class shares), and whether all of them gave
+every test the same score.
 Its headline is ``--jobs 2``, one command per assignment, against plain nbgrader and against
 plain nbgrader's floor. Run it on an otherwise idle machine::
 
@@ -57,6 +60,7 @@ from autograder.authoring.build import build
 from autograder.course import Course, assignment_ids
 from autograder.pipeline.collect import collect
 from autograder.pipeline.service import stop_service
+from benchmarks.cpu import busy_and_idle
 from tests.support.fixtures import GRADER_ATTACKS, fixture_notebooks
 
 # Fixture students whose kernel dies: plain nbgrader drops the submission and its command
@@ -243,14 +247,19 @@ def grades(course: Course, assignments: list[str]) -> dict:
         }
 
 
-def timed(commands: list[list[str]], cwd: Path) -> float:
-    """Runs the commands one after the other; returns the seconds they took."""
-    start = time.perf_counter()
+def timed(commands: list[list[str]], cwd: Path) -> tuple[float, float]:
+    """Runs the commands one after the other.
+
+    Returns:
+        The seconds they took, and the core-seconds the machine's cores were busy meanwhile
+        (every process's: the commands', their services', their kernels').
+    """
+    start, busy = time.perf_counter(), busy_and_idle()[0]
     for command in commands:
         result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
         if result.returncode != 0:
             sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
-    return time.perf_counter() - start
+    return time.perf_counter() - start, busy_and_idle()[0] - busy
 
 
 @contextlib.contextmanager
@@ -403,6 +412,8 @@ def main() -> None:
         f"{os.cpu_count()} CPUs"
     )
     results: dict[str, float] = dict.fromkeys(runs, 0.0)
+    # The core-seconds the machine was busy during each run's commands.
+    cpu: dict[str, float] = dict.fromkeys(runs, 0.0)
     # Seconds from a command's start to its first student's first cell, per run.
     startup: dict[str, float] = {}
     phases: dict[str, dict[str, float]] = {}
@@ -428,7 +439,9 @@ def main() -> None:
         def run(name: str, graded: list[str]) -> None:
             command = runs[name](graded, courses[name].root)
             began = time.time()
-            results[name] += timed([command], courses[name].root)
+            seconds, busy = timed([command], courses[name].root)
+            results[name] += seconds
+            cpu[name] += busy
             commands_run[name].append((graded, began, time.time()))
 
         clustered = [name for name in runs if key_of[name] in CLUSTER_RUNS]
@@ -468,16 +481,17 @@ def main() -> None:
             phases[name] = breakdown(course, assignments, worker_seconds, shared)
             print(f"  {name}: {results[name]:.1f} s", flush=True)
     print()
-    print(f"| {'command':<40} | s / notebook | throughput vs plain |")
-    print(f"|{'-' * 42}|{'-' * 14}|{'-' * 21}|")
+    print(f"| {'command':<40} | s / notebook | throughput vs plain | core-s / notebook |")
+    print(f"|{'-' * 42}|{'-' * 14}|{'-' * 21}|{'-' * 19}|")
     plain = results.get(RUNS["plain"], 0.0) / notebooks
     for name, seconds in results.items():
         per = seconds / notebooks
         against = f"{plain / per:18.1f}x" if plain else f"{'-':>19}"
-        print(f"| {name:<40} | {per:12.2f} | {against} |")
+        print(f"| {name:<40} | {per:12.2f} | {against} | {cpu[name] / notebooks:17.2f} |")
     floor = kernel_floor() if plain else 0.0
     if plain:
-        print(f"| {'floor: kernel + torch':<40} | {floor:12.2f} | {plain / floor:18.1f}x |")
+        floor_row = f"| {'floor: kernel + torch':<40} | {floor:12.2f} | {plain / floor:18.1f}x |"
+        print(f"{floor_row} {'-':>17} |")
     headline = results.get(RUNS[HEADLINE])
     if headline and plain:
         per = headline / notebooks

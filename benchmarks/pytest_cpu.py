@@ -15,17 +15,8 @@ nothing; it is how docs/benchmarks.md's ``make test`` figures were measured.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-_TICKS_PER_SECOND = 100  # USER_HZ: /proc/stat counts in hundredths of a second
-_IDLE_FIELDS = (3, 4)  # idle and iowait, after the "cpu" label
-
-
-def _busy_and_idle() -> tuple[float, float]:
-    """Core-seconds the machine's cores have been busy and idle since it booted."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
-    idle = sum(fields[index] for index in _IDLE_FIELDS)
-    return (sum(fields) - idle) / _TICKS_PER_SECOND, idle / _TICKS_PER_SECOND
+from benchmarks.cpu import busy_and_idle
 
 
 class _Module:
@@ -41,13 +32,13 @@ _session_start = time.monotonic()
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
     """Notes the clock and the cores' counters as a test's setup begins."""
-    _running[nodeid] = (time.monotonic(), *_busy_and_idle())
+    _running[nodeid] = (time.monotonic(), *busy_and_idle())
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple) -> None:
     """Adds what the test (setup, call and teardown) took to its module's figures."""
     started, busy, idle = _running.pop(nodeid)
-    busy_now, idle_now = _busy_and_idle()
+    busy_now, idle_now = busy_and_idle()
     module = _modules.setdefault(nodeid.split("::")[0], _Module(started - _session_start))
     module.wall += time.monotonic() - started
     module.busy += busy_now - busy
