@@ -122,25 +122,16 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return folders
 
 
-# Modules that leave a core idle most of their time, alone on two idle cores (their zygotes
-# and kernels start one at a time, they wait on servers and timeouts): `make test` with
-# `-p benchmarks.pytest_cpu` showed 95 idle core-seconds in their 87 s once the class was
-# graded. They run first, while the class is graded in the background on that core.
-WAITING_MODULES = ("test_sandbox.py", "test_service.py", "test_preload.py", "test_workspace.py")
-
-
 def pytest_collection_modifyitems(config, items) -> None:
-    """Runs the modules that wait first, the tests that wait for the class late, the browser last.
+    """Runs the tests that wait for the class graded in the background late, the browser last.
 
     The class (:func:`class_graded_in_the_background`) takes minutes of both cores: a test
     that waits for it early leaves the foreground idle while every other test could run.
     Run after them, those tests find it graded, and it took the cores the other tests
-    left idle (their sleeps, their waits for servers and kernels). The modules that leave
-    the most of a core idle (:data:`WAITING_MODULES`) run first, while it is graded, and
-    those that keep both cores busy after it. A module's other tests stay where they were:
-    those of ``test_pipeline.py`` grade one student at a time, and late in the run they
-    would leave a core idle. (A module-scoped fixture used on both sides would be set up
-    twice; today none is.)
+    left idle (their sleeps, their waits for servers and kernels). A module's other tests
+    stay where they were: those of ``test_pipeline.py`` grade one student at a time, and
+    late in the run they would leave a core idle. (A module-scoped fixture used on both
+    sides would be set up twice; today none is.)
 
     The browser test comes last: it times a learner's Run All, on a machine left alone. By
     then the background class is done, as is every other grading run of the suite.
@@ -148,10 +139,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 
     def place(item) -> int:
         if item.path.name == "test_browser.py":
-            return 3
-        if "graded" in item.fixturenames:
             return 2
-        return 0 if item.path.name in WAITING_MODULES else 1
+        return 1 if "graded" in item.fixturenames else 0
 
     items.sort(key=place)  # stable: each group keeps the order it was collected in
 
