@@ -88,7 +88,6 @@ class _LazyRecorder:
 
     def __init__(self, course: Course, assignment: str, limits: Limits) -> None:
         self._arguments = (course, assignment, limits)
-        self._pool: ThreadPoolExecutor | None = None
         self._made: Future[Recorder] | None = None
 
     @staticmethod
@@ -97,23 +96,22 @@ class _LazyRecorder:
 
         return Recorder(course, assignment, limits)
 
-    def make_meanwhile(self) -> None:
-        """Starts making the recorder in a thread of its own (once)."""
+    def make_meanwhile(self) -> Future[Recorder]:
+        """Starts making the recorder in a thread of its own (once); returns its future."""
         if self._made is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="recorder")
-            self._made = self._pool.submit(self._make, *self._arguments)
+            pool = ThreadPoolExecutor(1, thread_name_prefix="recorder")
+            self._made = pool.submit(self._make, *self._arguments)
+            pool.shutdown(wait=False)  # its thread ends once the recorder is made
+        return self._made
 
     def get(self) -> Recorder:
         """Returns the recorder, waiting for it (and starting it if nothing did)."""
-        self.make_meanwhile()
-        return self._made.result()
+        return self.make_meanwhile().result()
 
     def close(self) -> None:
         """Closes the recorder, if one was made (waiting for one being made)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            if self._made.exception() is None:
-                self._made.result().close()
+        if self._made is not None and self._made.exception() is None:
+            self._made.result().close()
 
 
 def _interrupted(submission: Submission, why: str) -> Submission:
