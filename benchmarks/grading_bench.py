@@ -463,19 +463,21 @@ def main() -> None:
             for assignment in assignments:
                 run(name, [assignment])
         for name, course in courses.items():
-            # (to its first kernel, to its first cell, after its last cell), per command
-            spans = [
-                (kernel - began, cell - began, ended - last)
-                for graded, began, ended in commands_run[name]
-                if (span := cells_span(course, graded)) is not None
-                for kernel, cell, last in [span]
-            ]
-            startup[name] = statistics.mean(span[1] for span in spans) if spans else 0.0
+            # Per command: seconds to its first kernel, to its first cell, after its last.
+            to_kernel, to_cell, after = [], [], []
+            for graded, began, ended in commands_run[name]:
+                span = cells_span(course, graded)
+                if span is not None:
+                    first_kernel, first_cell, last_cell = span
+                    to_kernel.append(first_kernel - began)
+                    to_cell.append(first_cell - began)
+                    after.append(ended - last_cell)
+            startup[name] = statistics.mean(to_cell) if to_cell else 0.0
             scores.append(grades(course, assignments))
             workers = WORKERS[key_of[name]]
             shared = {
-                "startup": sum(span[0] for span in spans) * workers / notebooks,
-                "ending": sum(span[2] for span in spans) * workers / notebooks,
+                "startup": sum(to_kernel) * workers / notebooks,
+                "ending": sum(after) * workers / notebooks,
             }
             worker_seconds = results[name] * workers / notebooks
             phases[name] = breakdown(course, assignments, worker_seconds, shared)
